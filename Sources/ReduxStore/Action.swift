@@ -1,0 +1,39 @@
+/// Something that happened, told to the store. The only way to change a store's state is to
+/// dispatch an action; every reducer of the store sees every action.
+///
+/// Any `Sendable` type can be an action. Value types whose stored properties fit in three machine
+/// words (an enum, or a struct of an identifier and a number) are dispatched without a heap
+/// allocation.
+public protocol Action: Sendable {
+    /// What kind of action this is, such as `"todo.toggle"`. Reducers switch on it; observers are
+    /// told it with each notification.
+    var identifier: String { get }
+}
+
+/// A reducer: mutates the state in place for one action. Reducers run in the order the store was
+/// given them, one action at a time, while the store holds its lock; they must not block on
+/// other threads that use the same store.
+public typealias Reducer<State> = @Sendable (_ state: inout State, _ action: any Action) -> Void
+
+/// An action whose payload is untyped JSON: what C programs send, and what Swift code can use when
+/// an action has no type of its own.
+public struct JSONAction: Action, Codable, Hashable {
+    public let identifier: String
+    /// The payload, or `nil` when the action carries none (`"payload": null` is also `nil`).
+    public let payload: JSONValue?
+
+    /// Creates an action with an identifier and an optional JSON payload.
+    public init(identifier: String, payload: JSONValue? = nil) {
+        self.identifier = identifier
+        self.payload = payload
+    }
+
+    /// Decodes the payload into a typed value. A missing payload decodes as JSON `null`.
+    ///
+    /// Costs one encode of the payload into a snapshot tape and one decode from it.
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/decode`` whose message names the coding
+    ///   path below `payload`, such as `payload.items[3].title: expected String, found number`.
+    public func decodePayload<T: Decodable>(as type: T.Type = T.self) throws(StoreError) -> T {
+        try JSONValue.decode(type, from: payload ?? .null, prefix: "payload")
+    }
+}

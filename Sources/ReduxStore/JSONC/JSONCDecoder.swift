@@ -1,0 +1,611 @@
+internal import CJSONC
+import FoundationEssentials
+
+/// Decodes any `Decodable` value straight from a json-c tree (`json_object *`), with no JSON text
+/// in between.
+///
+/// It reads what C hands in: action payloads decoded into typed Swift actions, and saved state
+/// parsed by json-c. The tree is borrowed: the decoder never changes it, never takes or releases
+/// a reference, and keeps no pointer into it after returning. JSON `null` is json-c's `NULL`, so
+/// ``decode(_:from:)`` takes an `OpaquePointer?`.
+///
+/// What it accepts:
+/// - integers of every width from JSON integers in range, and from integral doubles (`3.0`); a
+///   fractional number or one out of range is an error, never a silent wrap or clamp;
+/// - `Bool` only from JSON booleans, `String` only from JSON strings;
+/// - `Double` and `Float` from any number (a `Float` out of range is an error); non-finite
+///   values per ``nonConformingFloatDecodingStrategy``;
+/// - `Date` and `Data` per their strategies, `URL` from a string, `Decimal` from a number;
+/// - dictionaries with `String` keys, and with `Int` keys from object keys like `"1"`;
+/// - `superDecoder()` reads the key `"super"` (missing reads as `null`), or in an unkeyed
+///   container the next element.
+///
+/// Errors are ``StoreError``s whose message starts with the coding path:
+/// `items[3].title: expected String, found number` (kind ``StoreError/Kind/decode``). Values
+/// nested deeper than ``StoreLimits/maximumNestingDepth`` are refused with kind
+/// ``StoreError/Kind/limit``. Inside, containers throw the standard `DecodingError`s, so custom
+/// `init(from:)` code can catch them as Codable promises.
+///
+/// json-c keeps integers as 64-bit values: its tokener turns integer text past the 64-bit range
+/// into the nearest 64-bit bound, which this decoder cannot tell apart from the bound itself.
+///
+/// `JSONCDecoder` is a small value: configure one and share it freely across threads; trees may
+/// be decoded concurrently as long as nobody changes them meanwhile.
+public struct JSONCDecoder: Sendable {
+    /// How `Date` values are decoded.
+    public enum DateDecodingStrategy: Sendable {
+        /// Whatever `Date(from:)` does: a number, seconds since 2001-01-01 00:00:00 UTC.
+        case deferredToDate
+        /// A number: seconds since 1970-01-01 00:00:00 UTC.
+        case secondsSince1970
+        /// A number: milliseconds since 1970-01-01 00:00:00 UTC.
+        case millisecondsSince1970
+        /// A string in ISO 8601 form (`2024-03-01T12:00:00Z`, fractional seconds accepted).
+        case iso8601
+    }
+
+    /// How `Data` values are decoded.
+    public enum DataDecodingStrategy: Sendable {
+        /// From a Base64 string.
+        case base64
+        /// Whatever `Data(from:)` does: from an array of byte values.
+        case deferredToData
+    }
+
+    /// Whether infinities and NaN may be decoded, and from what.
+    public enum NonConformingFloatDecodingStrategy: Sendable {
+        /// Refuse them. (json-c's tokener reads `NaN`, `Infinity` and `1e400` as non-finite
+        /// doubles; under this strategy such numbers are errors.)
+        case `throw`
+        /// Read these strings as the values they name; non-finite number nodes are accepted too.
+        case convertFromString(positiveInfinity: String, negativeInfinity: String, nan: String)
+    }
+
+    /// How `Date` values are decoded. Default: ``DateDecodingStrategy/deferredToDate``.
+    public var dateDecodingStrategy: DateDecodingStrategy = .deferredToDate
+    /// How `Data` values are decoded. Default: ``DataDecodingStrategy/base64``.
+    public var dataDecodingStrategy: DataDecodingStrategy = .base64
+    /// Whether infinities and NaN may be decoded. Default: ``NonConformingFloatDecodingStrategy/throw``.
+    public var nonConformingFloatDecodingStrategy: NonConformingFloatDecodingStrategy = .throw
+
+    /// Creates a decoder with the default strategies.
+    public init() {}
+
+    /// Decodes a value of type `T` from a json-c tree.
+    ///
+    /// - Parameter object: the tree, borrowed: never changed, retained or put. `nil` is JSON
+    ///   `null` (which decodes into an `Optional` as `nil`).
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/decode`` with the coding path and the
+    ///   reason, or ``StoreError/Kind/limit`` for nesting deeper than
+    ///   ``StoreLimits/maximumNestingDepth``.
+    /// - Complexity: O(n) in the size of the part of the tree that `T` reads; one hash lookup
+    ///   per key asked for, no JSON text and no per-key string copies.
+    public func decode<T: Decodable>(_ type: T.Type, from object: OpaquePointer?) throws(StoreError) -> T {
+        let state = DecodingState(options: self)
+        let decoder = JSONCDecoderImpl(state: state, codingPath: [], current: object)
+        defer { state.finish() }
+        do {
+            return try decoder.decodeHere(T.self)
+        } catch {
+            throw StoreError(coding: error)
+        }
+    }
+
+    /// Parses JSON text with json-c's strict tokener and decodes a value of type `T` from it.
+    ///
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/parse`` for text that is not JSON (the
+    ///   message names the byte offset), ``StoreError/Kind/limit`` for text longer than
+    ///   ``StoreLimits/maximumJSONTextSize`` bytes or nested deeper than
+    ///   ``StoreLimits/maximumNestingDepth``, and otherwise as ``decode(_:from:)``.
+    /// - Complexity: one parse into a temporary json-c tree, which is freed before returning.
+    public func decode<T: Decodable>(_ type: T.Type, fromJSONString text: String) throws(StoreError) -> T {
+        let tree = try JSONC.parse(text)
+        defer { json_object_put(tree) }
+        return try decode(type, from: tree)
+    }
+}
+
+// MARK: - Working state
+
+/// What one top-level `decode` call shares among its decoders.
+final class DecodingState {
+    let options: JSONCDecoder
+    /// Decoders handed out by `superDecoder()`; containers refer to them without retaining.
+    private var kept: [JSONCDecoderImpl] = []
+
+    init(options: JSONCDecoder) { self.options = options }
+
+    func keep(_ decoder: JSONCDecoderImpl) { kept.append(decoder) }
+
+    /// Lets go of the super decoders (breaking their reference back to this state).
+    func finish() { kept.removeAll() }
+}
+
+/// The `Decoder` user code sees. One instance serves a whole top-level `decode` call: decoding a
+/// nested value pushes a level (its node as ``current`` and its key on ``codingPath``) and pops
+/// it afterwards. Containers hold unretained references to it; the top-level call (or, for
+/// super decoders, ``DecodingState``) keeps it alive.
+final class JSONCDecoderImpl: Decoder {
+    let state: DecodingState
+    var codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    /// The node of the value being decoded at the current level (borrowed; `nil` is null).
+    var current: OpaquePointer?
+    /// Values nested right now, counting single-value wrappers (a stack-overflow guard).
+    private var valueDepth = 0
+
+    init(state: DecodingState, codingPath: [any CodingKey], current: OpaquePointer?) {
+        self.state = state
+        self.codingPath = codingPath
+        self.current = current
+    }
+
+    private var options: JSONCDecoder { state.options }
+
+    // MARK: Levels
+
+    /// Decodes a `T` from `node`, one level down under `extra` then `key` in the coding path.
+    func decodeChild<T: Decodable>(
+        _ type: T.Type, from node: OpaquePointer?, extra: [any CodingKey], key: any CodingKey
+    ) throws -> T {
+        // The most common leaves, without a level of their own.
+        if T.self == String.self {
+            return try JSONC.readString(node) { self.path(extra, key) } as! T
+        } else if T.self == Int.self {
+            return try JSONC.readInteger(node, as: Int.self) { self.path(extra, key) } as! T
+        } else if T.self == Bool.self {
+            return try JSONC.readBool(node) { self.path(extra, key) } as! T
+        } else if T.self == Double.self {
+            return try JSONC.readDouble(
+                node, as: Double.self, options.nonConformingFloatDecodingStrategy
+            ) { self.path(extra, key) } as! T
+        }
+
+        let saved = (current, codingPath.count)
+        codingPath.append(contentsOf: extra)
+        codingPath.append(key)
+        current = node
+        defer {
+            current = saved.0
+            codingPath.removeSubrange(saved.1...)
+        }
+        return try decodeHere(T.self)
+    }
+
+    /// Decodes a `T` from ``current`` at the current level.
+    func decodeHere<T: Decodable>(_ type: T.Type) throws -> T {
+        valueDepth += 1
+        defer { valueDepth -= 1 }
+        guard valueDepth <= JSONC.maximumValueDepth else { throw JSONC.tooDeep(codingPath) }
+
+        let node = current
+        let path = { self.codingPath }
+        if T.self == Date.self {
+            switch options.dateDecodingStrategy {
+            case .deferredToDate:
+                return try Date(from: self) as! T
+            case .secondsSince1970:
+                let seconds = try JSONC.readDouble(
+                    node, as: Date.self, options.nonConformingFloatDecodingStrategy, path)
+                return Date(timeIntervalSince1970: seconds) as! T
+            case .millisecondsSince1970:
+                let milliseconds = try JSONC.readDouble(
+                    node, as: Date.self, options.nonConformingFloatDecodingStrategy, path)
+                return Date(timeIntervalSince1970: milliseconds / 1000) as! T
+            case .iso8601:
+                let text = try JSONC.readString(node, path)
+                guard let date = (try? JSONC.iso8601.parse(text))
+                        ?? (try? JSONC.iso8601Fractional.parse(text)) else {
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: codingPath,
+                        debugDescription: "expected an ISO 8601 date, found \"\(text)\""))
+                }
+                return date as! T
+            }
+        } else if T.self == Data.self {
+            switch options.dataDecodingStrategy {
+            case .base64:
+                let text = try JSONC.readString(node, path)
+                guard let data = Data(base64Encoded: text) else {
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: codingPath, debugDescription: "expected Base64 data, found other text"))
+                }
+                return data as! T
+            case .deferredToData:
+                return try Data(from: self) as! T
+            }
+        } else if T.self == URL.self {
+            let text = try JSONC.readString(node, path)
+            guard let url = URL(string: text) else {
+                throw DecodingError.dataCorrupted(.init(
+                    codingPath: codingPath, debugDescription: "expected a URL, found \"\(text)\""))
+            }
+            return url as! T
+        } else if T.self == Decimal.self {
+            return try readDecimal(node) as! T
+        } else if let treeType = T.self as? any JSONCTreeRepresentable.Type {
+            return try treeType.init(jsonCObject: node) as! T
+        }
+        return try T(from: self)
+    }
+
+    /// A Decimal from a number: integers exactly, doubles through their shortest text (so the
+    /// `0.1` json-c parsed decodes as exactly 0.1, but digits past a double's 17 are lost).
+    private func readDecimal(_ node: OpaquePointer?) throws -> Decimal {
+        if let node, json_object_get_type(node) == json_type_int {
+            let signed = json_object_get_int64(node)
+            return signed < 0 ? Decimal(signed) : Decimal(json_object_get_uint64(node))
+        }
+        let double = try JSONC.readDouble(
+            node, as: Decimal.self, options.nonConformingFloatDecodingStrategy) { codingPath }
+        if double.isNaN { return .nan }
+        guard double.isFinite, let decimal = Decimal(string: double.description) else {
+            throw JSONC.doesNotFit(double.description, Decimal.self, codingPath)
+        }
+        return decimal
+    }
+
+    private func path(_ extra: [any CodingKey], _ key: any CodingKey) -> [any CodingKey] {
+        codingPath + extra + [key]
+    }
+
+    /// Checks that a container may open at path length `depth` on `node`, and that `node` is an
+    /// object (or array).
+    func containerNode(
+        _ node: OpaquePointer?, object: Bool, path: @autoclosure () -> [any CodingKey], depth: Int
+    ) throws -> OpaquePointer {
+        guard depth < StoreLimits.maximumNestingDepth else { throw JSONC.tooDeep(path()) }
+        let wanted = object ? json_type_object : json_type_array
+        guard let node, json_object_get_type(node) == wanted else {
+            throw JSONC.mismatch(
+                object ? [String: Any].self : [Any].self, node, path(),
+                expected: object ? "object" : "array")
+        }
+        return node
+    }
+
+    /// Makes the decoder `superDecoder()` returns.
+    func makeSuperDecoder(path: [any CodingKey], node: OpaquePointer?) -> JSONCDecoderImpl {
+        let decoder = JSONCDecoderImpl(state: state, codingPath: path, current: node)
+        state.keep(decoder)
+        return decoder
+    }
+
+    // MARK: Decoder
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        let node = try containerNode(current, object: true, path: codingPath, depth: codingPath.count)
+        return KeyedDecodingContainer(JSONCKeyedDecodingContainer<Key>(
+            impl: Unmanaged.passUnretained(self), object: node, baseDepth: codingPath.count, extra: []))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let node = try containerNode(current, object: false, path: codingPath, depth: codingPath.count)
+        return JSONCUnkeyedDecodingContainer(
+            impl: Unmanaged.passUnretained(self), array: node, baseDepth: codingPath.count, extra: [])
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        JSONCSingleValueDecodingContainer(impl: Unmanaged.passUnretained(self), node: current)
+    }
+}
+
+// MARK: - Containers
+
+/// Reads a JSON object. Holds no strong references: the standard library copies containers on
+/// every call.
+struct JSONCKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let impl: Unmanaged<JSONCDecoderImpl>
+    let object: OpaquePointer
+    /// How much of the decoder's coding path is this container's, plus keys of nested containers.
+    let baseDepth: Int
+    let extra: [any CodingKey]
+
+    var codingPath: [any CodingKey] {
+        Array(impl.takeUnretainedValue().codingPath.prefix(baseDepth)) + extra
+    }
+
+    private var decoder: JSONCDecoderImpl { impl.takeUnretainedValue() }
+    private var floats: JSONCDecoder.NonConformingFloatDecodingStrategy {
+        decoder.state.options.nonConformingFloatDecodingStrategy
+    }
+
+    var allKeys: [Key] {
+        var keys: [Key] = []
+        keys.reserveCapacity(Int(json_object_object_length(object)))
+        var iterator = json_object_iter_begin(object)
+        var end = json_object_iter_end(object)
+        while json_object_iter_equal(&iterator, &end) == 0 {
+            if let name = json_object_iter_peek_name(&iterator),
+               let key = Key(stringValue: String(cString: name)) {
+                keys.append(key)
+            }
+            json_object_iter_next(&iterator)
+        }
+        return keys
+    }
+
+    /// The node under `key`: `.none` if the key is missing, `.some(nil)` if it holds null.
+    private func lookUp(_ key: Key) -> OpaquePointer?? {
+        var node: OpaquePointer?
+        let found = key.stringValue.withCString { json_object_object_get_ex(object, $0, &node) }
+        return found != 0 ? .some(node) : .none
+    }
+
+    private func require(_ key: Key) throws -> OpaquePointer? {
+        guard let node = lookUp(key) else {
+            throw DecodingError.keyNotFound(key, .init(codingPath: codingPath, debugDescription: "key not found"))
+        }
+        return node
+    }
+
+    private func keyPath(_ key: Key) -> [any CodingKey] { codingPath + [key] }
+
+    func contains(_ key: Key) -> Bool { lookUp(key) != nil }
+
+    func decodeNil(forKey key: Key) throws -> Bool { try require(key) == nil }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try JSONC.readBool(require(key)) { keyPath(key) }
+    }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try JSONC.readString(require(key)) { keyPath(key) }
+    }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try JSONC.readDouble(require(key), as: Double.self, floats) { keyPath(key) }
+    }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float {
+        try JSONC.readFloat(require(key), floats) { keyPath(key) }
+    }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try integer(key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try integer(key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try integer(key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try integer(key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try integer(key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try integer(key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try integer(key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
+
+    private func integer<T: FixedWidthInteger>(_ key: Key) throws -> T {
+        try JSONC.readInteger(require(key), as: T.self) { keyPath(key) }
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
+        try decoder.decodeChild(T.self, from: require(key), extra: extra, key: key)
+    }
+
+    // One lookup each, where the default implementations make three.
+
+    private func ifPresent<T>(_ key: Key, _ read: (OpaquePointer) throws -> T) throws -> T? {
+        guard let found = lookUp(key), let node = found else { return nil }
+        return try read(node)
+    }
+
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        try ifPresent(key) { try JSONC.readBool($0) { keyPath(key) } }
+    }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        try ifPresent(key) { try JSONC.readString($0) { keyPath(key) } }
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        try ifPresent(key) { try JSONC.readDouble($0, as: Double.self, floats) { keyPath(key) } }
+    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        try ifPresent(key) { try JSONC.readFloat($0, floats) { keyPath(key) } }
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try integerIfPresent(key) }
+
+    private func integerIfPresent<T: FixedWidthInteger>(_ key: Key) throws -> T? {
+        try ifPresent(key) { try JSONC.readInteger($0, as: T.self) { keyPath(key) } }
+    }
+
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        try ifPresent(key) { try decoder.decodeChild(T.self, from: $0, extra: extra, key: key) }
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        let node = try decoder.containerNode(
+            require(key), object: true, path: keyPath(key), depth: baseDepth + extra.count + 1)
+        return KeyedDecodingContainer(JSONCKeyedDecodingContainer<NestedKey>(
+            impl: impl, object: node, baseDepth: baseDepth, extra: extra + [key]))
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        let node = try decoder.containerNode(
+            require(key), object: false, path: keyPath(key), depth: baseDepth + extra.count + 1)
+        return JSONCUnkeyedDecodingContainer(
+            impl: impl, array: node, baseDepth: baseDepth, extra: extra + [key])
+    }
+
+    func superDecoder() throws -> any Decoder {
+        try superDecoder(key: AnyCodingKey.super)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        try superDecoder(key: AnyCodingKey(key))
+    }
+
+    private func superDecoder(key: AnyCodingKey) throws -> any Decoder {
+        var node: OpaquePointer?
+        _ = key.stringValue.withCString { json_object_object_get_ex(object, $0, &node) }
+        return decoder.makeSuperDecoder(path: codingPath + [key], node: node)
+    }
+}
+
+/// Reads a JSON array, front to back.
+struct JSONCUnkeyedDecodingContainer: UnkeyedDecodingContainer {
+    let impl: Unmanaged<JSONCDecoderImpl>
+    let array: OpaquePointer
+    let baseDepth: Int
+    let extra: [any CodingKey]
+    let length: Int
+    private(set) var currentIndex = 0
+
+    init(impl: Unmanaged<JSONCDecoderImpl>, array: OpaquePointer, baseDepth: Int, extra: [any CodingKey]) {
+        self.impl = impl
+        self.array = array
+        self.baseDepth = baseDepth
+        self.extra = extra
+        self.length = json_object_array_length(array)
+    }
+
+    var codingPath: [any CodingKey] {
+        Array(impl.takeUnretainedValue().codingPath.prefix(baseDepth)) + extra
+    }
+    var count: Int? { length }
+    var isAtEnd: Bool { currentIndex >= length }
+
+    private var decoder: JSONCDecoderImpl { impl.takeUnretainedValue() }
+    private var floats: JSONCDecoder.NonConformingFloatDecodingStrategy {
+        decoder.state.options.nonConformingFloatDecodingStrategy
+    }
+
+    /// Reads the next element with `read` and moves past it (only if `read` succeeds).
+    private mutating func next<T>(
+        _ type: Any.Type, _ read: (OpaquePointer?, _ index: Int, _ path: () -> [any CodingKey]) throws -> T
+    ) throws -> T {
+        let index = currentIndex
+        let me = self
+        guard index < length else {
+            throw DecodingError.valueNotFound(type, .init(
+                codingPath: codingPath + [IndexKey(index)], debugDescription: "unkeyed container is at end"))
+        }
+        let value = try read(json_object_array_get_idx(array, index), index) {
+            me.codingPath + [IndexKey(index)]
+        }
+        currentIndex = index + 1
+        return value
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard currentIndex < length else {
+            throw DecodingError.valueNotFound(Any?.self, .init(
+                codingPath: codingPath + [IndexKey(currentIndex)], debugDescription: "unkeyed container is at end"))
+        }
+        if json_object_array_get_idx(array, currentIndex) == nil {
+            currentIndex += 1
+            return true
+        }
+        return false
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool {
+        try next(type) { node, _, path in try JSONC.readBool(node, path) }
+    }
+    mutating func decode(_ type: String.Type) throws -> String {
+        try next(type) { node, _, path in try JSONC.readString(node, path) }
+    }
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        let floats = self.floats
+        return try next(type) { node, _, path in try JSONC.readDouble(node, as: Double.self, floats, path) }
+    }
+    mutating func decode(_ type: Float.Type) throws -> Float {
+        let floats = self.floats
+        return try next(type) { node, _, path in try JSONC.readFloat(node, floats, path) }
+    }
+    mutating func decode(_ type: Int.Type) throws -> Int { try integer() }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try integer() }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try integer() }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try integer() }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try integer() }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try integer() }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try integer() }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try integer() }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
+
+    private mutating func integer<T: FixedWidthInteger>() throws -> T {
+        try next(T.self) { node, _, path in try JSONC.readInteger(node, as: T.self, path) }
+    }
+
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let decoder = self.decoder, extra = self.extra
+        return try next(type) { node, index, _ in
+            try decoder.decodeChild(T.self, from: node, extra: extra, key: IndexKey(index))
+        }
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        let (decoder, depth, extra) = (self.decoder, baseDepth + extra.count + 1, self.extra)
+        let (impl, baseDepth) = (self.impl, self.baseDepth)
+        return try next(KeyedDecodingContainer<NestedKey>.self) { node, index, path in
+            let object = try decoder.containerNode(node, object: true, path: path(), depth: depth)
+            return KeyedDecodingContainer(JSONCKeyedDecodingContainer<NestedKey>(
+                impl: impl, object: object, baseDepth: baseDepth, extra: extra + [IndexKey(index)]))
+        }
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let (decoder, depth, extra) = (self.decoder, baseDepth + extra.count + 1, self.extra)
+        let (impl, baseDepth) = (self.impl, self.baseDepth)
+        return try next((any UnkeyedDecodingContainer).self) { node, index, path in
+            let array = try decoder.containerNode(node, object: false, path: path(), depth: depth)
+            return JSONCUnkeyedDecodingContainer(
+                impl: impl, array: array, baseDepth: baseDepth, extra: extra + [IndexKey(index)])
+        }
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        let decoder = self.decoder
+        return try next((any Decoder).self) { node, _, path in
+            decoder.makeSuperDecoder(path: path(), node: node)
+        }
+    }
+}
+
+/// Reads the value of its decoder's level.
+struct JSONCSingleValueDecodingContainer: SingleValueDecodingContainer {
+    let impl: Unmanaged<JSONCDecoderImpl>
+    let node: OpaquePointer?
+
+    var codingPath: [any CodingKey] { impl.takeUnretainedValue().codingPath }
+
+    private var floats: JSONCDecoder.NonConformingFloatDecodingStrategy {
+        impl.takeUnretainedValue().state.options.nonConformingFloatDecodingStrategy
+    }
+
+    func decodeNil() -> Bool { node == nil }
+    func decode(_ type: Bool.Type) throws -> Bool { try JSONC.readBool(node) { codingPath } }
+    func decode(_ type: String.Type) throws -> String { try JSONC.readString(node) { codingPath } }
+    func decode(_ type: Double.Type) throws -> Double {
+        try JSONC.readDouble(node, as: Double.self, floats) { codingPath }
+    }
+    func decode(_ type: Float.Type) throws -> Float { try JSONC.readFloat(node, floats) { codingPath } }
+    func decode(_ type: Int.Type) throws -> Int { try integer() }
+    func decode(_ type: Int8.Type) throws -> Int8 { try integer() }
+    func decode(_ type: Int16.Type) throws -> Int16 { try integer() }
+    func decode(_ type: Int32.Type) throws -> Int32 { try integer() }
+    func decode(_ type: Int64.Type) throws -> Int64 { try integer() }
+    func decode(_ type: UInt.Type) throws -> UInt { try integer() }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer() }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer() }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
+
+    private func integer<T: FixedWidthInteger>() throws -> T {
+        try JSONC.readInteger(node, as: T.self) { codingPath }
+    }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        let decoder = impl.takeUnretainedValue()
+        let saved = decoder.current
+        decoder.current = node
+        defer { decoder.current = saved }
+        return try decoder.decodeHere(T.self)
+    }
+}

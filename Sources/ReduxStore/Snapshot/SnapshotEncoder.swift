@@ -1,0 +1,470 @@
+// The encode half of the snapshot coder: Codable → SnapshotTape.
+//
+// Every encoder and container here is a struct holding only a raw pointer to the tape's buffer
+// and a slot index. The standard library copies containers on every `encode(_:forKey:)` call;
+// with no strong references inside, those copies cost no retain/release.
+
+/// Writes Encodable values into ``SnapshotTape``s.
+///
+/// Not thread-safe: a store owns one and uses it under its lock. Reuses its internal objects
+/// (the keyed containers handed to `encode(to:)`, see `KeyedContainerCache`) between values and
+/// between encodes.
+///
+/// Cost of an encode: O(number of JSON values), 24 bytes of tape per value and 16 per string or
+/// key, with no allocation per value once the tape's buffers have grown to the size of the value
+/// (encoding into a previously used tape reuses them). Containers made by `nestedContainer` and
+/// `superEncoder` are not cached: one small allocation each. Strings are not copied: the tape
+/// keeps a reference to each (a retain for large strings, nothing for small ones).
+package final class SnapshotEncoder {
+    /// Keyed containers reused between values and between encodes.
+    private let cache = KeyedContainerCache(ways: 4)
+
+    package init() {}
+
+    deinit { cache.deallocate() }
+
+    /// Clears `tape` and writes `value` into it, reusing the tape's storage (capacity).
+    ///
+    /// `tape` must not be read by anyone while this runs (the store only re-encodes into a tape
+    /// it holds the only reference to). A value whose `encode(to:)` asks for no container is
+    /// written as `{}`. Duplicate keys in one keyed container are all kept; decoding finds the
+    /// first.
+    ///
+    /// - Throws: ``StoreError`` of kind `.limit` for a value nested deeper than
+    ///   ``StoreLimits/maximumNestingDepth``; kind `.decode` (with the coding path) for an
+    ///   `EncodingError` or any other error thrown by the value's `encode(to:)`. After a
+    ///   failure the tape is empty.
+    package func encode<T: Encodable>(_ value: T, into tape: SnapshotTape) throws(StoreError) {
+        let buffer = tape.buffer
+        buffer.pointee.clear()
+        buffer.pointee.slots.initialize(to: TapeSlot(
+            payload: 0, next: 0, key: 0, info: TapeTag.pending.rawValue | 1 << 8, first: 0))
+        buffer.pointee.slotCount = 1
+        cache.freeAll()
+        buffer.pointee.cache = cache
+        defer { buffer.pointee.cache = nil }
+        do {
+            try withExtendedLifetime(tape) {
+                try TapeWriter(buffer: buffer).encodeValue(value, into: 0)
+            }
+        } catch {
+            buffer.pointee.clear()
+            throw StoreError(coding: error)
+        }
+        if buffer.pointee.tooDeep >= 0 {
+            let error = TapeWriter(buffer: buffer).tooDeepError(UInt32(buffer.pointee.tooDeep))
+            buffer.pointee.clear()
+            throw error
+        }
+    }
+}
+
+/// Marks `Array`s so that the encoder writes their elements in one loop, without a dynamic type
+/// check per element.
+protocol SnapshotArrayEncodable {
+    func encodeElements(_ writer: TapeWriter, into node: UInt32) throws
+}
+
+extension Array: SnapshotArrayEncodable where Element: Encodable {
+    func encodeElements(_ writer: TapeWriter, into node: UInt32) throws {
+        let buffer = writer.buffer
+        buffer.pointee.makeContainer(node, .array)
+        if let kind = ScalarKind(Element.self) {
+            for element in self {
+                let child = buffer.pointee.appendChild(of: node, key: 0, tag: .null, payload: 0)
+                writer.encodeScalar(kind, element, into: child)
+            }
+        } else {
+            if buffer.pointee.slots[Int(node)].depth >= StoreLimits.maximumNestingDepth && !isEmpty {
+                let child = buffer.pointee.appendChild(of: node, key: 0, tag: .pending, payload: 0)
+                throw writer.tooDeepError(child)
+            }
+            let cache = buffer.pointee.cache
+            let depth = buffer.pointee.slots[Int(node)].depth &+ 1
+            for element in self {
+                let child = buffer.pointee.appendChild(of: node, key: 0, tag: .pending, payload: 0)
+                try element.encode(to: TapeEncoder(buffer: buffer, node: child))
+                cache?.release(depth: depth, node: child)
+            }
+        }
+    }
+}
+
+/// The types the tape stores as scalars, found with one metatype comparison each.
+enum ScalarKind {
+    case string, int, bool, double, float, int8, int16, int32, int64, uint, uint8, uint16, uint32,
+         uint64, int128, uint128
+
+    @inline(__always)
+    init?<T>(_ type: T.Type) {
+        if T.self == String.self { self = .string }
+        else if T.self == Int.self { self = .int }
+        else if T.self == Bool.self { self = .bool }
+        else if T.self == Double.self { self = .double }
+        else if T.self == Float.self { self = .float }
+        else if T.self == Int64.self { self = .int64 }
+        else if T.self == UInt.self { self = .uint }
+        else if T.self == UInt8.self { self = .uint8 }
+        else if T.self == Int32.self { self = .int32 }
+        else if T.self == UInt64.self { self = .uint64 }
+        else if T.self == UInt32.self { self = .uint32 }
+        else if T.self == Int8.self { self = .int8 }
+        else if T.self == Int16.self { self = .int16 }
+        else if T.self == UInt16.self { self = .uint16 }
+        else if T.self == Int128.self { self = .int128 }
+        else if T.self == UInt128.self { self = .uint128 }
+        else { return nil }
+    }
+}
+
+/// Reads a value of generic type `T` as `U`; only called after `T.self == U.self` was checked.
+@inline(__always)
+func reinterpret<T, U>(_ value: T, as _: U.Type) -> U {
+    withUnsafePointer(to: value) { UnsafeRawPointer($0).assumingMemoryBound(to: U.self).pointee }
+}
+
+/// The shared writing logic: a raw pointer to the tape's buffer, nothing else.
+struct TapeWriter {
+    let buffer: UnsafeMutablePointer<TapeBuffer>
+
+    @inline(__always)
+    init(buffer: UnsafeMutablePointer<TapeBuffer>) { self.buffer = buffer }
+
+    /// Writes `value` into the slot `node`: scalars directly, arrays in one loop, everything
+    /// else through its own `encode(to:)`.
+    
+    func encodeValue<T: Encodable>(_ value: T, into node: UInt32) throws {
+        if let kind = ScalarKind(T.self) {
+            encodeScalar(kind, value, into: node)
+        } else if let array = value as? any SnapshotArrayEncodable {
+            try array.encodeElements(self, into: node)
+        } else {
+            if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth {
+                throw tooDeepError(node)
+            }
+            try value.encode(to: TapeEncoder(buffer: buffer, node: node))
+            if let cache = buffer.pointee.cache {
+                cache.release(depth: buffer.pointee.slots[Int(node)].depth, node: node)
+            }
+        }
+    }
+
+    @inline(__always)
+    func encodeScalar<T>(_ kind: ScalarKind, _ value: T, into node: UInt32) {
+        switch kind {
+        case .string: setString(reinterpret(value, as: String.self), node)
+        case .int: buffer.pointee.set(node, tag: .int, payload: UInt64(bitPattern: Int64(reinterpret(value, as: Int.self))))
+        case .bool: buffer.pointee.set(node, tag: .bool, payload: reinterpret(value, as: Bool.self) ? 1 : 0)
+        case .double: buffer.pointee.set(node, tag: .double, payload: reinterpret(value, as: Double.self).bitPattern)
+        case .float: buffer.pointee.set(node, tag: .float, payload: UInt64(reinterpret(value, as: Float.self).bitPattern))
+        case .int8: setSigned(Int64(reinterpret(value, as: Int8.self)), node)
+        case .int16: setSigned(Int64(reinterpret(value, as: Int16.self)), node)
+        case .int32: setSigned(Int64(reinterpret(value, as: Int32.self)), node)
+        case .int64: setSigned(reinterpret(value, as: Int64.self), node)
+        case .uint: setUnsigned(UInt64(reinterpret(value, as: UInt.self)), node)
+        case .uint8: setUnsigned(UInt64(reinterpret(value, as: UInt8.self)), node)
+        case .uint16: setUnsigned(UInt64(reinterpret(value, as: UInt16.self)), node)
+        case .uint32: setUnsigned(UInt64(reinterpret(value, as: UInt32.self)), node)
+        case .uint64: setUnsigned(reinterpret(value, as: UInt64.self), node)
+        case .int128: setInt128(reinterpret(value, as: Int128.self), node)
+        case .uint128: setUInt128(reinterpret(value, as: UInt128.self), node)
+        }
+    }
+
+    @inline(__always)
+    func setSigned(_ value: Int64, _ node: UInt32) {
+        buffer.pointee.set(node, tag: .int, payload: UInt64(bitPattern: value))
+    }
+
+    @inline(__always)
+    func setUnsigned(_ value: UInt64, _ node: UInt32) {
+        buffer.pointee.set(node, tag: .uint, payload: value)
+    }
+
+    @inline(__always)
+    func setString(_ value: String, _ node: UInt32) {
+        let index = buffer.pointee.appendString(value)
+        buffer.pointee.set(node, tag: .string, payload: UInt64(index))
+    }
+
+    func setInt128(_ value: Int128, _ node: UInt32) {
+        if let small = Int64(exactly: value) {
+            setSigned(small, node)
+        } else {
+            let index = buffer.pointee.appendString(String(value))
+            buffer.pointee.set(node, tag: .bigint, payload: UInt64(index))
+        }
+    }
+
+    func setUInt128(_ value: UInt128, _ node: UInt32) {
+        if let small = UInt64(exactly: value) {
+            setUnsigned(small, node)
+        } else {
+            let index = buffer.pointee.appendString(String(value))
+            buffer.pointee.set(node, tag: .bigint, payload: UInt64(index))
+        }
+    }
+
+    /// Appends a container child and records it if it is nested too deep (the container APIs
+    /// that create it cannot throw; the encode reports it when it ends).
+    @inline(__always)
+    func appendContainer(of parent: UInt32, key: UInt32, _ tag: TapeTag) -> UInt32 {
+        let child = buffer.pointee.appendChild(of: parent, key: key, tag: tag, payload: 0)
+        if buffer.pointee.slots[Int(child)].depth > StoreLimits.maximumNestingDepth && buffer.pointee.tooDeep < 0 {
+            buffer.pointee.tooDeep = Int(child)
+        }
+        return child
+    }
+
+    func tooDeepError(_ node: UInt32) -> StoreError {
+        if buffer.pointee.tooDeep < 0 { buffer.pointee.tooDeep = Int(node) }
+        let path = CodingPath.describe(buffer.pointee.codingPath(to: node))
+        let detail = "value nested deeper than \(StoreLimits.maximumNestingDepth) levels"
+        return StoreError(.limit, codingPath: path, detail: detail)
+    }
+
+    func codingPath(_ node: UInt32) -> [any CodingKey] { buffer.pointee.codingPath(to: node) }
+}
+
+/// The `Encoder` handed to `encode(to:)`: the slot the value goes into.
+struct TapeEncoder: Encoder {
+    let buffer: UnsafeMutablePointer<TapeBuffer>
+    let node: UInt32
+
+    @inline(__always)
+    init(buffer: UnsafeMutablePointer<TapeBuffer>, node: UInt32) {
+        self.buffer = buffer
+        self.node = node
+    }
+
+    /// Computed by walking the tape: O(size of the tape).
+    var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        buffer.pointee.makeContainer(node, .object)
+        if let cache = buffer.pointee.cache,
+           let (i, isNew) = cache.entry(depth: buffer.pointee.slots[Int(node)].depth,
+                                        type: ObjectIdentifier(Key.self), node: node) {
+            let target = cache.targets + i
+            if isNew { return newCachedContainer(Key.self, cache, i) }
+            target.pointee = CachedTarget(buffer: buffer, node: node, busy: true)
+            return unsafeBitCast(cache.boxes[i], to: KeyedEncodingContainer<Key>.self)
+        }
+        return KeyedEncodingContainer(TapeKeyedEncoder<Key>(buffer: buffer, node: node))
+    }
+
+    @inline(never)
+    private func newCachedContainer<Key: CodingKey>(
+        _: Key.Type, _ cache: KeyedContainerCache, _ i: Int
+    ) -> KeyedEncodingContainer<Key> {
+        let target = cache.targets + i
+        target.initialize(to: CachedTarget(buffer: buffer, node: node, busy: true))
+        let container = KeyedEncodingContainer(TapeKeyedEncoder<Key>(target: target))
+        (cache.boxes + i).initialize(to: unsafeBitCast(container, to: AnyObject.self))
+        cache.types[i] = ObjectIdentifier(Key.self)
+        return container
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        buffer.pointee.makeContainer(node, .array)
+        return TapeUnkeyedEncoder(buffer: buffer, node: node)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        TapeSingleValueEncoder(buffer: buffer, node: node)
+    }
+}
+
+struct TapeKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    /// For a cached container: where it currently points; else nil and the two fields below.
+    let target: UnsafeMutablePointer<CachedTarget>?
+    let fixedBuffer: UnsafeMutablePointer<TapeBuffer>?
+    let fixedNode: UInt32
+
+    init(buffer: UnsafeMutablePointer<TapeBuffer>, node: UInt32) {
+        target = nil
+        fixedBuffer = buffer
+        fixedNode = node
+    }
+
+    init(target: UnsafeMutablePointer<CachedTarget>) {
+        self.target = target
+        fixedBuffer = nil
+        fixedNode = 0
+    }
+
+    @inline(__always)
+    var buffer: UnsafeMutablePointer<TapeBuffer> {
+        if let target { return target.pointee.buffer.unsafelyUnwrapped }
+        return fixedBuffer.unsafelyUnwrapped
+    }
+
+    @inline(__always)
+    var node: UInt32 {
+        if let target { return target.pointee.node }
+        return fixedNode
+    }
+
+    var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
+
+    @inline(__always)
+    func add(_ key: Key, _ tag: TapeTag, _ payload: UInt64) -> UInt32 {
+        let k = buffer.pointee.appendString(key.stringValue)
+        return buffer.pointee.appendChild(of: node, key: k, tag: tag, payload: payload)
+    }
+
+    @inline(__always)
+    func addString(_ value: String, _ key: Key) {
+        let k = buffer.pointee.appendString(key.stringValue)
+        let v = buffer.pointee.appendString(value)
+        _ = buffer.pointee.appendChild(of: node, key: k, tag: .string, payload: UInt64(v))
+    }
+
+    mutating func encodeNil(forKey key: Key) throws { _ = add(key, .null, 0) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { _ = add(key, .bool, value ? 1 : 0) }
+    mutating func encode(_ value: String, forKey key: Key) throws { addString(value, key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { _ = add(key, .double, value.bitPattern) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { _ = add(key, .float, UInt64(value.bitPattern)) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { _ = add(key, .int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { _ = add(key, .int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { _ = add(key, .int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { _ = add(key, .int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { _ = add(key, .int, UInt64(bitPattern: value)) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { _ = add(key, .uint, UInt64(value)) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { _ = add(key, .uint, UInt64(value)) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { _ = add(key, .uint, UInt64(value)) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { _ = add(key, .uint, UInt64(value)) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { _ = add(key, .uint, value) }
+    mutating func encode(_ value: Int128, forKey key: Key) throws {
+        TapeWriter(buffer: buffer).setInt128(value, add(key, .null, 0))
+    }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws {
+        TapeWriter(buffer: buffer).setUInt128(value, add(key, .null, 0))
+    }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        try TapeWriter(buffer: buffer).encodeValue(value, into: add(key, .pending, 0))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type, forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let k = buffer.pointee.appendString(key.stringValue)
+        let child = TapeWriter(buffer: buffer).appendContainer(of: node, key: k, .object)
+        return KeyedEncodingContainer(TapeKeyedEncoder<NestedKey>(buffer: buffer, node: child))
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let k = buffer.pointee.appendString(key.stringValue)
+        let child = TapeWriter(buffer: buffer).appendContainer(of: node, key: k, .array)
+        return TapeUnkeyedEncoder(buffer: buffer, node: child)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        let k = buffer.pointee.appendString(AnyCodingKey.super.stringValue)
+        return TapeEncoder(buffer: buffer, node: buffer.pointee.appendChild(of: node, key: k, tag: .pending, payload: 0))
+    }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder {
+        TapeEncoder(buffer: buffer, node: add(key, .pending, 0))
+    }
+}
+
+struct TapeUnkeyedEncoder: UnkeyedEncodingContainer {
+    let buffer: UnsafeMutablePointer<TapeBuffer>
+    let node: UInt32
+
+    @inline(__always)
+    init(buffer: UnsafeMutablePointer<TapeBuffer>, node: UInt32) {
+        self.buffer = buffer
+        self.node = node
+    }
+
+    var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
+    var count: Int { buffer.pointee.slots[Int(node)].count }
+
+    @inline(__always)
+    func add(_ tag: TapeTag, _ payload: UInt64) -> UInt32 {
+        buffer.pointee.appendChild(of: node, key: 0, tag: tag, payload: payload)
+    }
+
+    mutating func encodeNil() throws { _ = add(.null, 0) }
+    mutating func encode(_ value: Bool) throws { _ = add(.bool, value ? 1 : 0) }
+    mutating func encode(_ value: String) throws {
+        let v = buffer.pointee.appendString(value)
+        _ = add(.string, UInt64(v))
+    }
+    mutating func encode(_ value: Double) throws { _ = add(.double, value.bitPattern) }
+    mutating func encode(_ value: Float) throws { _ = add(.float, UInt64(value.bitPattern)) }
+    mutating func encode(_ value: Int) throws { _ = add(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int8) throws { _ = add(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int16) throws { _ = add(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int32) throws { _ = add(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int64) throws { _ = add(.int, UInt64(bitPattern: value)) }
+    mutating func encode(_ value: UInt) throws { _ = add(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt8) throws { _ = add(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt16) throws { _ = add(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt32) throws { _ = add(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt64) throws { _ = add(.uint, value) }
+    mutating func encode(_ value: Int128) throws { TapeWriter(buffer: buffer).setInt128(value, add(.null, 0)) }
+    mutating func encode(_ value: UInt128) throws { TapeWriter(buffer: buffer).setUInt128(value, add(.null, 0)) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        try TapeWriter(buffer: buffer).encodeValue(value, into: add(.pending, 0))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let child = TapeWriter(buffer: buffer).appendContainer(of: node, key: 0, .object)
+        return KeyedEncodingContainer(TapeKeyedEncoder<NestedKey>(buffer: buffer, node: child))
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let child = TapeWriter(buffer: buffer).appendContainer(of: node, key: 0, .array)
+        return TapeUnkeyedEncoder(buffer: buffer, node: child)
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        TapeEncoder(buffer: buffer, node: add(.pending, 0))
+    }
+}
+
+struct TapeSingleValueEncoder: SingleValueEncodingContainer {
+    let buffer: UnsafeMutablePointer<TapeBuffer>
+    let node: UInt32
+
+    @inline(__always)
+    init(buffer: UnsafeMutablePointer<TapeBuffer>, node: UInt32) {
+        self.buffer = buffer
+        self.node = node
+    }
+
+    var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
+
+    @inline(__always)
+    func set(_ tag: TapeTag, _ payload: UInt64) { buffer.pointee.set(node, tag: tag, payload: payload) }
+
+    mutating func encodeNil() throws { set(.null, 0) }
+    mutating func encode(_ value: Bool) throws { set(.bool, value ? 1 : 0) }
+    mutating func encode(_ value: String) throws { TapeWriter(buffer: buffer).setString(value, node) }
+    mutating func encode(_ value: Double) throws { set(.double, value.bitPattern) }
+    mutating func encode(_ value: Float) throws { set(.float, UInt64(value.bitPattern)) }
+    mutating func encode(_ value: Int) throws { set(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int8) throws { set(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int16) throws { set(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int32) throws { set(.int, UInt64(bitPattern: Int64(value))) }
+    mutating func encode(_ value: Int64) throws { set(.int, UInt64(bitPattern: value)) }
+    mutating func encode(_ value: UInt) throws { set(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt8) throws { set(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt16) throws { set(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt32) throws { set(.uint, UInt64(value)) }
+    mutating func encode(_ value: UInt64) throws { set(.uint, value) }
+    mutating func encode(_ value: Int128) throws { TapeWriter(buffer: buffer).setInt128(value, node) }
+    mutating func encode(_ value: UInt128) throws { TapeWriter(buffer: buffer).setUInt128(value, node) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        try TapeWriter(buffer: buffer).encodeValue(value, into: node)
+    }
+}

@@ -1,0 +1,348 @@
+// The snapshot tape: one flat, JSON-shaped, in-memory encoding of a Codable value.
+//
+// Layout
+// -------
+// A tape is two manually managed buffers:
+//
+// * `slots`: an array of 24-byte ``TapeSlot``s, one per JSON value (scalar, array or object).
+//   Slot 0 is the top-level value. A container slot names its first child (`first`) and holds
+//   its child count; children are chained through `next` (0 ends the chain — slot 0 is never a
+//   child). An object's children carry their key (`key`, an index into `strings`); an array's do
+//   not. Children are appended after their parent in the order they were encoded, so in the
+//   common case a container's subtree is one contiguous run and the chains walk memory forward;
+//   the links make interleaved writes (two nested containers filled in turns, `superEncoder`
+//   used late) correct without moving anything.
+// * `strings`: every string value and every key, in encoding order. Decoding a string is one
+//   copy out of this buffer (a retain for large strings, nothing for small ones).
+//
+// Scalars keep their exact bits: signed integers as `Int64`, unsigned as `UInt64`, `Double` and
+// `Float` as their raw bit patterns (so NaN payloads and infinities survive), `Int128`/`UInt128`
+// values that do not fit 64 bits as decimal text in `strings`.
+
+/// What kind of value a slot holds. The low 8 bits of ``TapeSlot/info``. (A struct of constants
+/// rather than an enum, so that reading a tag from a slot is a plain load, never a conversion.)
+struct TapeTag: Equatable {
+    let rawValue: UInt32
+    @inline(__always) init(rawValue: UInt32) { self.rawValue = rawValue }
+
+    /// Reserved for a value whose `encode(to:)` has not asked for a container yet; reads as `{}`.
+    static let pending = TapeTag(rawValue: 0)
+    static let null = TapeTag(rawValue: 1)
+    static let bool = TapeTag(rawValue: 2)
+    /// payload: Int64 bit pattern
+    static let int = TapeTag(rawValue: 3)
+    /// payload: UInt64
+    static let uint = TapeTag(rawValue: 4)
+    /// payload: Double.bitPattern
+    static let double = TapeTag(rawValue: 5)
+    /// payload: Float.bitPattern
+    static let float = TapeTag(rawValue: 6)
+    /// payload: index into strings
+    static let string = TapeTag(rawValue: 7)
+    /// payload: index into strings (decimal text of an Int128/UInt128 beyond 64 bits)
+    static let bigint = TapeTag(rawValue: 8)
+    /// payload: count | last child << 32; first: first child
+    static let array = TapeTag(rawValue: 9)
+    /// payload: count | last child << 32; first: first child
+    static let object = TapeTag(rawValue: 10)
+}
+
+/// One value on the tape. 24 bytes, trivially copyable.
+struct TapeSlot {
+    /// Scalar bits, a string index, or for containers `count | lastChild << 32`.
+    var payload: UInt64
+    /// The next sibling in the parent container, 0 if this is the last one.
+    var next: UInt32
+    /// For a child of an object: the index of its key in `strings`.
+    var key: UInt32
+    /// The tag (low 8 bits) and the nesting depth of this value (the top level is 1) above them.
+    var info: UInt32
+    /// For containers: the first child, 0 if empty.
+    var first: UInt32
+
+    @inline(__always)
+    init(payload: UInt64, next: UInt32, key: UInt32, info: UInt32, first: UInt32) {
+        self.payload = payload
+        self.next = next
+        self.key = key
+        self.info = info
+        self.first = first
+    }
+
+    @inline(__always)
+    var tag: TapeTag { TapeTag(rawValue: info & 0xFF) }
+
+    @inline(__always)
+    var depth: Int { Int(info >> 8) }
+
+    @inline(__always)
+    var count: Int { Int(truncatingIfNeeded: payload & 0xFFFF_FFFF) }
+
+    @inline(__always)
+    var isContainer: Bool { tag == .array || tag == .object || tag == .pending }
+}
+
+/// The storage behind a ``SnapshotTape``: raw buffers that grow geometrically and are kept
+/// (with their capacity) when the tape is cleared for another encode.
+struct TapeBuffer {
+    var slots: UnsafeMutablePointer<TapeSlot>
+    var slotCount: Int
+    var slotCapacity: Int
+    var strings: UnsafeMutablePointer<String>
+    var stringCount: Int
+    var stringCapacity: Int
+    /// The first container created past ``StoreLimits/maximumNestingDepth``, or -1.
+    var tooDeep: Int
+    /// The encoder's container cache, set while an encode runs.
+    var cache: KeyedContainerCache?
+
+    init() {
+        slotCapacity = 64
+        slots = .allocate(capacity: slotCapacity)
+        slotCount = 0
+        stringCapacity = 32
+        strings = .allocate(capacity: stringCapacity)
+        stringCount = 0
+        tooDeep = -1
+        cache = nil
+    }
+
+    /// Drops the contents, keeps the capacity. O(number of strings) for their releases.
+    mutating func clear() {
+        strings.deinitialize(count: stringCount)
+        stringCount = 0
+        slotCount = 0
+        tooDeep = -1
+    }
+
+    mutating func free() {
+        strings.deinitialize(count: stringCount)
+        strings.deallocate()
+        slots.deallocate()
+    }
+
+    @inline(never)
+    mutating func growSlots() {
+        let newCapacity = slotCapacity * 2
+        let newSlots = UnsafeMutablePointer<TapeSlot>.allocate(capacity: newCapacity)
+        newSlots.moveInitialize(from: slots, count: slotCount)
+        slots.deallocate()
+        slots = newSlots
+        slotCapacity = newCapacity
+    }
+
+    @inline(never)
+    mutating func growStrings() {
+        let newCapacity = stringCapacity * 2
+        let newStrings = UnsafeMutablePointer<String>.allocate(capacity: newCapacity)
+        newStrings.moveInitialize(from: strings, count: stringCount)
+        strings.deallocate()
+        strings = newStrings
+        stringCapacity = newCapacity
+    }
+
+    /// Appends a string and returns its index. Amortized O(1).
+    @inline(__always)
+    mutating func appendString(_ string: String) -> UInt32 {
+        if stringCount == stringCapacity { growStrings() }
+        (strings + stringCount).initialize(to: string)
+        defer { stringCount &+= 1 }
+        return UInt32(truncatingIfNeeded: stringCount)
+    }
+
+    /// Appends a child to the container at `parent` and returns its index. Amortized O(1).
+    @inline(__always)
+    mutating func appendChild(of parent: UInt32, key: UInt32, tag: TapeTag, payload: UInt64) -> UInt32 {
+        if slotCount == slotCapacity { growSlots() }
+        let index = UInt32(truncatingIfNeeded: slotCount)
+        slotCount &+= 1
+        let p = slots + Int(parent)
+        let depth = (p.pointee.info >> 8) &+ 1
+        (slots + Int(index)).initialize(to: TapeSlot(
+            payload: payload, next: 0, key: key, info: tag.rawValue | depth << 8, first: 0))
+        let count = p.pointee.payload & 0xFFFF_FFFF
+        if count == 0 {
+            p.pointee.first = index
+        } else {
+            slots[Int(truncatingIfNeeded: p.pointee.payload >> 32)].next = index
+        }
+        p.pointee.payload = (count &+ 1) | UInt64(index) << 32
+        return index
+    }
+
+    /// Makes the slot at `node` a scalar, keeping its place in its parent.
+    @inline(__always)
+    mutating func set(_ node: UInt32, tag: TapeTag, payload: UInt64) {
+        let p = slots + Int(node)
+        p.pointee.info = (p.pointee.info & ~0xFF) | tag.rawValue
+        p.pointee.payload = payload
+        p.pointee.first = 0
+    }
+
+    /// Makes the slot at `node` a container of `tag` unless it already is one; an existing
+    /// container of the same kind is kept so that asking twice appends to the same one.
+    @inline(__always)
+    mutating func makeContainer(_ node: UInt32, _ tag: TapeTag) {
+        let p = slots + Int(node)
+        if p.pointee.tag == tag { return }
+        p.pointee.info = (p.pointee.info & ~0xFF) | tag.rawValue
+        p.pointee.payload = 0
+        p.pointee.first = 0
+        if p.pointee.depth > StoreLimits.maximumNestingDepth && tooDeep < 0 { tooDeep = Int(node) }
+    }
+}
+
+/// An encoded snapshot: a value written by ``SnapshotEncoder`` into one flat JSON-shaped tape.
+///
+/// Immutable once ``SnapshotEncoder/encode(_:into:)`` returned; any number of threads may then
+/// decode from it at once with ``SnapshotDecoder/decode(_:from:)``. Memory: 24 bytes per JSON
+/// value plus 16 bytes per string and key (string contents are shared with the encoded value,
+/// not copied).
+package final class SnapshotTape: @unchecked Sendable {
+    let buffer: UnsafeMutablePointer<TapeBuffer>
+
+    /// An empty tape. Decoding from it fails until something was encoded into it.
+    package init() {
+        buffer = .allocate(capacity: 1)
+        buffer.initialize(to: TapeBuffer())
+    }
+
+    deinit {
+        buffer.pointee.free()
+        buffer.deinitialize(count: 1)
+        buffer.deallocate()
+    }
+
+    /// The number of JSON values (slots) on the tape; 0 when empty.
+    package var valueCount: Int { buffer.pointee.slotCount }
+
+    /// The snapshot as compact JSON text, keys in encoding order. O(size of the tape).
+    ///
+    /// Strings are escaped as JSON requires (`"`, `\`, and control characters; everything else is
+    /// written as UTF-8). Doubles and floats use Swift's shortest round-tripping form; an integral
+    /// `Double` keeps its fraction (`3.0`). Non-finite numbers, which JSON cannot
+    /// express, are written as the strings `"NaN"`, `"Infinity"` and `"-Infinity"`. A value that
+    /// encoded nothing is written `{}`. An empty tape gives `""`.
+    package func jsonString() -> String {
+        let b = buffer.pointee
+        guard b.slotCount > 0 else { return "" }
+        var out: [UInt8] = []
+        out.reserveCapacity(b.slotCount * 8)
+        writeJSON(0, b, &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private func writeJSON(_ node: UInt32, _ b: TapeBuffer, _ out: inout [UInt8]) {
+        let slot = b.slots[Int(node)]
+        switch slot.tag {
+        case .pending:
+            out.append(UInt8(ascii: "{")); out.append(UInt8(ascii: "}"))
+        case .null:
+            out.append(contentsOf: "null".utf8)
+        case .bool:
+            out.append(contentsOf: (slot.payload != 0 ? "true" : "false").utf8)
+        case .int:
+            out.append(contentsOf: String(Int64(bitPattern: slot.payload)).utf8)
+        case .uint:
+            out.append(contentsOf: String(slot.payload).utf8)
+        case .bigint:
+            out.append(contentsOf: b.strings[Int(slot.payload)].utf8)
+        case .double:
+            Self.writeNumber(Double(bitPattern: slot.payload), &out)
+        case .float:
+            let f = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
+            if f.isFinite { out.append(contentsOf: f.description.utf8) } else { Self.writeNumber(Double(f), &out) }
+        case .string:
+            Self.writeString(b.strings[Int(slot.payload)], &out)
+        default:
+            let isObject = slot.tag == .object
+            out.append(UInt8(ascii: isObject ? "{" : "["))
+            var child = slot.first
+            var firstChild = true
+            while child != 0 {
+                if !firstChild { out.append(UInt8(ascii: ",")) }
+                firstChild = false
+                if isObject {
+                    Self.writeString(b.strings[Int(b.slots[Int(child)].key)], &out)
+                    out.append(UInt8(ascii: ":"))
+                }
+                writeJSON(child, b, &out)
+                child = b.slots[Int(child)].next
+            }
+            out.append(UInt8(ascii: isObject ? "}" : "]"))
+        }
+    }
+
+    private static func writeNumber(_ d: Double, _ out: inout [UInt8]) {
+        if d.isNaN {
+            out.append(contentsOf: "\"NaN\"".utf8)
+        } else if d.isInfinite {
+            out.append(contentsOf: (d < 0 ? "\"-Infinity\"" : "\"Infinity\"").utf8)
+        } else {
+            out.append(contentsOf: d.description.utf8)
+        }
+    }
+
+    private static func writeString(_ s: String, _ out: inout [UInt8]) {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(byte)
+            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(byte)
+            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+            case 0x08: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "b"))
+            case 0x0C: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "f"))
+            case 0..<0x20:
+                out.append(contentsOf: "\\u00".utf8)
+                out.append(hex[Int(byte >> 4)]); out.append(hex[Int(byte & 0xF)])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+extension TapeBuffer {
+    /// The coding path from the top level to `target`, found by walking the tape from the root.
+    /// O(size of the tape); only used for error messages and `codingPath` queries.
+    func codingPath(to target: UInt32) -> [any CodingKey] {
+        var path: [any CodingKey] = []
+        if target != 0, slotCount > 0 { _ = search(0, target, &path) }
+        return path
+    }
+
+    private func search(_ node: UInt32, _ target: UInt32, _ path: inout [any CodingKey]) -> Bool {
+        if node == target { return true }
+        let slot = slots[Int(node)]
+        guard slot.tag == .array || slot.tag == .object else { return false }
+        var child = slot.first
+        var position = 0
+        while child != 0 {
+            if slot.tag == .object {
+                path.append(AnyCodingKey(stringValue: strings[Int(slots[Int(child)].key)]))
+            } else {
+                path.append(IndexKey(position))
+            }
+            if search(child, target, &path) { return true }
+            path.removeLast()
+            child = slots[Int(child)].next
+            position += 1
+        }
+        return false
+    }
+
+    /// Describes the kind of value at `node` for error messages: "number", "string", ...
+    func kindName(_ node: UInt32) -> String {
+        switch slots[Int(node)].tag {
+        case .pending, .object: return "object"
+        case .array: return "array"
+        case .null: return "null"
+        case .bool: return "bool"
+        case .int, .uint, .double, .float, .bigint: return "number"
+        default: return "string"
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One store holds the whole state of a program. The only way to change it is to dispatch an
+/// ``Action``; every action goes through the store's reducers, which mutate the state in place.
+///
+/// ```swift
+/// final class Counter: Codable { var value = 0 }
+/// let store = Store(reducers: [{ state, action in
+///     if action.identifier == "increment" { state.value += 1 }
+/// }], state: Counter())
+/// store.dispatchAction(JSONAction(identifier: "increment"))
+/// store.currentState().value  // 1
+/// ```
+///
+/// Every method is safe to call from any thread at once. Actions are applied one at a time in one
+/// total order; none is lost. Observers hear of each applied action after the store's lock was
+/// released (see ``addObserver(forName:queue:using:)``). ``currentState()`` hands out a deep copy
+/// that no later action can reach and whose changes never reach the store.
+///
+/// The store keeps its state behind a pointer it owns, guarded by one mutex; a dispatch copies
+/// nothing of the state, so its cost does not depend on the state's size.
+public final class Store<State: Codable>: @unchecked Sendable {
+    // @unchecked: every mutable field lives in `core`, which only the thread holding `mutex`
+    // touches (or the thread applying an action, which holds it); the rest is atomic or immutable.
+
+    let reducers: [Reducer<State>]
+    /// Guards `core`.
+    let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    /// The state and everything that changes with it; guarded by `mutex`.
+    let core: UnsafeMutablePointer<StoreCore<State>>
+    /// The thread applying an action right now (holding `mutex`), or 0: how a dispatch, a read or
+    /// an observer change from inside a reducer is recognised, without taking the lock again.
+    let applyingThread = Atomic<UInt>(0)
+    /// The version of the last completed action, readable without the lock.
+    let publishedVersion = Atomic<UInt64>(0)
+    /// Actions given to ``enqueueAction(_:)`` and not yet applied.
+    let enqueued: EnqueuedActions
+
+    /// Creates a store with its reducers and initial state (ReduxObjC's `initWithReducers:state:`).
+    ///
+    /// The store keeps a deep copy of `state` (a snapshot round trip), so a reference the caller
+    /// keeps to a class-typed state can never change the store's state behind its lock. If the
+    /// state's Codable conformance fails, the store keeps `state` itself.
+    ///
+    /// - Parameters:
+    ///   - reducers: run in this order for every action.
+    ///   - state: the initial state; the store's ``version`` starts at 0.
+    public convenience init(reducers: [Reducer<State>], state: State) {
+        let encoder = SnapshotEncoder()
+        let tape = SnapshotTape()
+        let initial: State
+        do {
+            try encoder.encode(state, into: tape)
+            initial = try SnapshotDecoder.decode(State.self, from: tape)
+        } catch {
+            initial = state
+        }
+        self.init(reducers: reducers, adopting: initial, version: 0, encoder: encoder)
+    }
+
+    /// Creates a store that takes `state` as it is (no copy) and starts at `version`: for callers
+    /// that made the state themselves (a restored file, a C program's deep-copied tree).
+    package init(
+        reducers: [Reducer<State>], adopting state: State, version: UInt64,
+        encoder: SnapshotEncoder = SnapshotEncoder()
+    ) {
+        self.reducers = reducers
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        core = .allocate(capacity: 1)
+        core.initialize(to: StoreCore(state: state, version: version, encoder: encoder))
+        publishedVersion.store(version, ordering: .relaxed)
+        enqueued = EnqueuedActions()
+    }
+
+    /// Creates a store with one reducer.
+    public convenience init(state: State, reducer: @escaping Reducer<State>) {
+        self.init(reducers: [reducer], state: state)
+    }
+
+    deinit {
+        core.deinitialize(count: 1)
+        core.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    /// The number of actions applied so far: 0 for a new store, +1 for each applied action.
+    ///
+    /// O(1), lock-free. Inside a reducer it is still the version of the last completed action.
+    public var version: UInt64 { publishedVersion.load(ordering: .acquiring) }
+
+    /// Whether the calling thread is running one of this store's reducers right now.
+    @inline(__always)
+    package var isInsideReducer: Bool {
+        applyingThread.load(ordering: .relaxed) == currentThreadID()
+    }
+}
+
+/// Everything of a store that changes, kept together behind one pointer and one lock.
+struct StoreCore<State> {
+    var state: State
+    var version: UInt64 = 0
+    /// Actions dispatched from inside a reducer, applied after the current one (FIFO).
+    var nested: [any Action] = []
+    var nestedHead = 0
+    /// Registered observers in the order they were added (copy-on-write: a delivery holds the
+    /// array it took while observers come and go).
+    var observers: [ObserverEntry] = []
+    /// The snapshot of `tapeVersion`, kept until the version changes.
+    var tape: SnapshotTape?
+    var tapeVersion: UInt64 = .max
+    let encoder: SnapshotEncoder
+
+    init(state: State, version: UInt64, encoder: SnapshotEncoder) {
+        self.state = state
+        self.version = version
+        self.encoder = encoder
+    }
+}
+
+@inline(__always)
+func currentThreadID() -> UInt {
+    UInt(pthread_self())
+}

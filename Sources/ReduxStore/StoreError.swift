@@ -1,0 +1,139 @@
+/// The one error type of ReduxStore.
+///
+/// Inside the package, failures travel as values of this type; the Swift API throws it, and the
+/// C face maps ``Kind`` to a status code. ``message`` always says what went wrong and, for coding
+/// failures, where: `payload.items[3].title: expected String, found number`.
+public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What class of failure this is. Each kind has one C status code.
+    public enum Kind: String, Sendable, Equatable {
+        /// An argument was missing or not acceptable (a removed observer token, say).
+        case invalidArgument
+        /// Text that should be JSON did not parse.
+        case parse
+        /// A value did not decode into the expected type, or did not encode.
+        case decode
+        /// Input went past a documented limit (nesting depth, size, identifier length).
+        case limit
+        /// A file could not be read, written or synced.
+        case io
+        /// A file was read but does not hold a valid saved state.
+        case corrupt
+        /// Memory could not be allocated.
+        case outOfMemory
+    }
+
+    /// The class of failure.
+    public let kind: Kind
+    /// Where a coding failure happened, such as `payload.items[3].title`; `""` when the failure
+    /// is not about one place in a value.
+    public let codingPath: String
+    /// What went wrong, without the place: `expected String, found number`.
+    public let detail: String
+
+    /// What went wrong, in words, starting with the coding path when there is one:
+    /// `payload.items[3].title: expected String, found number`.
+    public var message: String { codingPath.isEmpty ? detail : "\(codingPath): \(detail)" }
+
+    /// Creates an error of the given kind with a message.
+    public init(_ kind: Kind, _ message: String) {
+        self.init(kind, codingPath: "", detail: message)
+    }
+
+    /// Creates an error of the given kind at a coding path.
+    public init(_ kind: Kind, codingPath: String, detail: String) {
+        self.kind = kind
+        self.codingPath = codingPath
+        self.detail = detail
+    }
+
+    public var description: String { message }
+
+    /// Two errors are equal when their kind and message are.
+    public static func == (lhs: StoreError, rhs: StoreError) -> Bool {
+        lhs.kind == rhs.kind && lhs.message == rhs.message
+    }
+}
+
+extension StoreError {
+    /// Wraps any error thrown by an encoder or decoder, naming the coding path first.
+    ///
+    /// - Parameter prefix: a path segment to put before the coding path (`"payload"`), or `nil`.
+    public init(coding error: any Error, prefix: String? = nil) {
+        if let error = error as? StoreError {
+            self.init(
+                error.kind, codingPath: CodingPath.join(prefix, error.codingPath),
+                detail: error.detail)
+            return
+        }
+        let (path, detail): ([any CodingKey], String)
+        switch error {
+        case let error as DecodingError:
+            switch error {
+            case .typeMismatch(_, let context), .valueNotFound(_, let context),
+                 .dataCorrupted(let context):
+                (path, detail) = (context.codingPath, context.debugDescription)
+            case .keyNotFound(let key, let context):
+                (path, detail) = (context.codingPath + [key], context.debugDescription)
+            @unknown default:
+                (path, detail) = ([], "\(error)")
+            }
+        case let error as EncodingError:
+            switch error {
+            case .invalidValue(_, let context):
+                (path, detail) = (context.codingPath, context.debugDescription)
+            @unknown default:
+                (path, detail) = ([], "\(error)")
+            }
+        default:
+            (path, detail) = ([], "\(error)")
+        }
+        self.init(.decode, codingPath: CodingPath.describe(path, prefix: prefix), detail: detail)
+    }
+}
+
+/// Renders coding paths the way every message in ReduxStore shows them: `items[3].title`.
+public enum CodingPath {
+    /// `[items, Index 3, title]` → `items[3].title`; with a prefix, `payload.items[3].title`.
+    ///
+    /// A key whose `intValue` is set and whose `stringValue` is `"Index N"` is an array position
+    /// and prints as `[N]`; every other key prints as `.name` (an integer dictionary key as `.3`).
+    public static func describe(_ path: [any CodingKey], prefix: String? = nil) -> String {
+        var out = prefix ?? ""
+        for key in path {
+            if let index = key.intValue, key.stringValue == "Index \(index)" {
+                out += "[\(index)]"
+            } else {
+                if !out.isEmpty { out += "." }
+                out += key.stringValue
+            }
+        }
+        return out
+    }
+
+    /// `payload` + `items[3]` → `payload.items[3]`; `payload` + `[3]` → `payload[3]`.
+    public static func join(_ prefix: String?, _ path: String) -> String {
+        guard let prefix, !prefix.isEmpty else { return path }
+        if path.isEmpty { return prefix }
+        return path.hasPrefix("[") ? prefix + path : "\(prefix).\(path)"
+    }
+}
+
+/// The key coders in ReduxStore use for array positions: prints as `[N]` in coding paths.
+package struct IndexKey: CodingKey, Sendable {
+    package let intValue: Int?
+    package var stringValue: String { "Index \(intValue!)" }
+    package init(_ index: Int) { self.intValue = index }
+    package init?(intValue: Int) { self.intValue = intValue }
+    package init?(stringValue: String) { return nil }
+}
+
+/// A key made from a plain string or integer, for `superEncoder` and dictionary keys.
+package struct AnyCodingKey: CodingKey, Sendable {
+    package let stringValue: String
+    package let intValue: Int?
+    package init(stringValue: String) { self.stringValue = stringValue; self.intValue = nil }
+    package init(intValue: Int) { self.stringValue = String(intValue); self.intValue = intValue }
+    package init(_ key: some CodingKey) { self.stringValue = key.stringValue; self.intValue = key.intValue }
+    /// The key `superEncoder()` and `superDecoder()` use: `"super"`.
+    package static let `super` = AnyCodingKey(stringValue: "super")
+}

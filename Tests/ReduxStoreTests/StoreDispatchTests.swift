@@ -1,0 +1,128 @@
+import ReduxStore
+import ReduxStoreTestSupport
+import Testing
+
+@Suite("Dispatch: reducers in place, total order, nested dispatch")
+struct StoreDispatchTests {
+    @Test("a new store has version 0 and the initial state")
+    func newStore() {
+        let store = Store(reducers: [counterReducer], state: CounterState(count: 5))
+        #expect(store.version == 0)
+        #expect(store.currentState().count == 5)
+    }
+
+    @Test("each dispatched action runs the reducers and adds one to the version")
+    func dispatchCounts() {
+        let store = Store(reducers: [counterReducer], state: CounterState())
+        store.dispatchAction(CounterAction.increment)
+        store.dispatchAction(CounterAction.add(10))
+        store.dispatchAction(CounterAction.increment)
+        #expect(store.currentState().count == 12)
+        #expect(store.version == 3)
+    }
+
+    @Test("a struct state is mutated in place as well")
+    func structState() {
+        let store = Store(reducers: [counterValueReducer], state: CounterValue())
+        for _ in 0..<100 { store.dispatchAction(CounterAction.increment) }
+        #expect(store.currentState() == CounterValue(count: 100))
+        #expect(store.version == 100)
+    }
+
+    @Test("reducers run in the order given, every one for every action")
+    func reducerOrder() {
+        let first: Reducer<CounterState> = { state, action in state.log.append("first \(action.identifier)") }
+        let second: Reducer<CounterState> = { state, action in state.log.append("second \(action.identifier)") }
+        let store = Store(reducers: [first, second], state: CounterState())
+        store.dispatchAction(CounterAction.increment)
+        store.dispatchAction(JSONAction(identifier: "other"))
+        #expect(store.currentState().log == [
+            "first counter.increment", "second counter.increment", "first other", "second other",
+        ])
+    }
+
+    @Test("the store keeps a copy of the initial state: the caller's reference cannot change it")
+    func initialStateIsCopied() {
+        let initial = CounterState(count: 1)
+        let store = Store(reducers: [counterReducer], state: initial)
+        initial.count = 99
+        store.dispatchAction(CounterAction.increment)
+        #expect(store.currentState().count == 2)
+        #expect(initial.count == 99)
+    }
+
+    @Test("reducers see the state as mutated so far: the same instance across actions")
+    func stateHeldByReference() {
+        let seen = Recorder<ObjectIdentifier>()
+        let store = Store(reducers: [{ state, _ in seen.append(ObjectIdentifier(state)) }],
+                          state: CounterState())
+        store.dispatchAction(CounterAction.increment)
+        store.dispatchAction(CounterAction.increment)
+        let ids = seen.all
+        #expect(ids.count == 2)
+        #expect(ids.first == ids.last)
+    }
+
+    @Test("8 threads dispatching at once: none lost, every action counted once")
+    func eightThreads() {
+        let store = Store(reducers: [counterReducer], state: CounterState())
+        onThreads(8) { _ in
+            for _ in 0..<5_000 { store.dispatchAction(CounterAction.increment) }
+        }
+        #expect(store.currentState().count == 40_000)
+        #expect(store.version == 40_000)
+    }
+
+    @Test("an action dispatched inside a reducer is applied right after the current one, FIFO")
+    func nestedDispatch() {
+        final class Box: @unchecked Sendable { var store: Store<CounterState>? }
+        let box = Box()
+        let reducer: Reducer<CounterState> = { state, action in
+            guard case .note(let text)? = action as? CounterAction else { return }
+            state.log.append("begin \(text)")
+            if text == "parent" {
+                box.store?.dispatchAction(CounterAction.note("child 1"))
+                box.store?.dispatchAction(CounterAction.note("child 2"))
+            }
+            state.log.append("end \(text)")
+        }
+        let store = Store(reducers: [reducer], state: CounterState())
+        box.store = store
+        store.dispatchAction(CounterAction.note("parent"))
+        #expect(store.currentState().log == [
+            "begin parent", "end parent", "begin child 1", "end child 1", "begin child 2", "end child 2",
+        ])
+        #expect(store.version == 3)
+        box.store = nil
+    }
+
+    @Test("inside a reducer, currentState() shows the action so far and version the last completed")
+    func readsInsideReducer() {
+        final class Box: @unchecked Sendable { var store: Store<CounterState>? }
+        let box = Box()
+        let reads = Recorder<String>()
+        let reducer: Reducer<CounterState> = { state, action in
+            guard case .increment? = action as? CounterAction, let store = box.store else { return }
+            state.count += 1
+            reads.append("count \(store.currentState().count) version \(store.version)")
+        }
+        let store = Store(reducers: [reducer], state: CounterState())
+        box.store = store
+        store.dispatchAction(CounterAction.increment)
+        store.dispatchAction(CounterAction.increment)
+        #expect(reads.all == ["count 1 version 0", "count 2 version 1"])
+        box.store = nil
+    }
+
+    @Test("a JSONAction's payload decodes into a typed value, errors name the path")
+    func jsonActionPayload() throws {
+        struct Add: Decodable, Equatable { var amount: Int; var tags: [String] }
+        let action = JSONAction(identifier: "add", payload: ["amount": 3, "tags": ["a", "b"]])
+        #expect(try action.decodePayload(as: Add.self) == Add(amount: 3, tags: ["a", "b"]))
+
+        let bad = JSONAction(identifier: "add", payload: ["amount": 3, "tags": ["a", 7]])
+        let error = #expect(throws: StoreError.self) { try bad.decodePayload(as: Add.self) }
+        #expect(error?.kind == .decode)
+        #expect(error?.message == "payload.tags[1]: expected String, found number")
+    }
+}
