@@ -26,6 +26,12 @@ let package = Package(
             dependencies: ["ReduxStore"],
             path: "Examples/SwiftDemo"
         ),
+        // A process the autosave test runs: it must have saved its last action when it exits.
+        .executableTarget(
+            name: "reduxstore-autosave-exit-check",
+            dependencies: ["ReduxStore"],
+            path: "Tests/AutosaveExitCheck"
+        ),
         // Fakes and fixtures shared by the test suites.
         .target(
             name: "ReduxStoreTestSupport",

@@ -5,6 +5,7 @@ package protocol AnyStore: AnyObject, Sendable {
     @discardableResult func removeObserver(_ token: ObserverToken) -> Bool
     func drainEnqueued(upTo target: UInt64?)
     func flush()
+    func save(to path: String) throws(StoreError)
 }
 
 extension Store: AnyStore {}

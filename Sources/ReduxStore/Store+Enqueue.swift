@@ -16,11 +16,20 @@ final class EnqueuedActions: @unchecked Sendable {
     var actions: [any Action] = []
     var head = 0
     var enqueuedCount: UInt64 = 0
+    /// Actions taken off the queue to be applied.
+    var dequeuedCount: UInt64 = 0
+    /// Actions applied whose synchronous observers all ran: what `flush` waits for.
     var appliedCount: UInt64 = 0
     /// A drain is scheduled or running.
     var draining = false
     /// The thread applying an enqueued action right now, or 0.
     var drainingThread: UInt = 0
+    /// How many drains are running on the draining thread: 2 while an observer of an enqueued
+    /// action flushes (and so drains the rest itself).
+    var drainDepth = 0
+    /// Actions the inner drain applied whose notifications wait for the current round to end:
+    /// counted as applied when the outer action's dispatch returned.
+    var appliedAwaitingRound: UInt64 = 0
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -86,16 +95,18 @@ extension Store {
     }
 
     /// Applies enqueued actions in order until the queue is empty (the scheduled drain, `target`
-    /// nil) or until `target` actions were applied (a flush from inside the drain).
+    /// nil) or until `target` actions were taken off it (a flush from inside the drain).
+    ///
+    /// An action applied by a drain nested in an observer has its notification delivered only
+    /// after the outer action's round; it counts as applied (for `flush` on other threads) once
+    /// the outer action's dispatch returned.
     package func drainEnqueued(upTo target: UInt64?) {
         let queue = enqueued
         let me = currentThreadID()
+        pthread_mutex_lock(queue.mutex)
+        queue.drainDepth += 1
         while true {
-            pthread_mutex_lock(queue.mutex)
-            if let target, queue.appliedCount >= target {
-                pthread_mutex_unlock(queue.mutex)
-                return
-            }
+            if let target, queue.dequeuedCount >= target { break }
             if queue.head == queue.actions.count {
                 queue.actions.removeAll(keepingCapacity: true)
                 queue.head = 0
@@ -103,20 +114,26 @@ extension Store {
                     queue.draining = false
                     queue.drainingThread = 0
                 }
-                pthread_mutex_unlock(queue.mutex)
-                return
+                break
             }
             let action = queue.actions[queue.head]
             queue.head += 1
+            queue.dequeuedCount += 1
             queue.drainingThread = me
             pthread_mutex_unlock(queue.mutex)
 
             dispatchAction(action)
 
             pthread_mutex_lock(queue.mutex)
-            queue.appliedCount += 1
-            pthread_cond_broadcast(queue.applied)
-            pthread_mutex_unlock(queue.mutex)
+            if queue.drainDepth == 1 {
+                queue.appliedCount += 1 + queue.appliedAwaitingRound
+                queue.appliedAwaitingRound = 0
+                pthread_cond_broadcast(queue.applied)
+            } else {
+                queue.appliedAwaitingRound += 1
+            }
         }
+        queue.drainDepth -= 1
+        pthread_mutex_unlock(queue.mutex)
     }
 }

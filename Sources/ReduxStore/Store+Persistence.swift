@@ -71,7 +71,7 @@ package enum StoreFile {
         let root: OpaquePointer?
         do {
             root = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) in
-                try JSONC.parse(buffer, maximumDepth: StoreLimits.maximumNestingDepth + 1)
+                try JSONC.parse(buffer, maximumDepth: StoreLimits.maximumNestingDepth + 2)
             }
         } catch {
             throw StoreError(.corrupt, "\(path): not a saved state: \(error.message)")

@@ -41,6 +41,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let publishedVersion = Atomic<UInt64>(0)
     /// Actions given to ``enqueueAction(_:)`` and not yet applied.
     let enqueued: EnqueuedActions
+    /// The running autosave, if any (``startAutosave(to:policy:onError:)``).
+    let autosaver = Mutex<Autosaver?>(nil)
 
     /// Creates a store with its reducers and initial state (ReduxObjC's `initWithReducers:state:`).
     ///

@@ -300,6 +300,7 @@ enum JSONC {
         guard size <= StoreLimits.maximumJSONTextSize, let length = Int32(exactly: size) else {
             throw StoreError(.limit, "JSON text of \(size) bytes is larger than the limit of \(StoreLimits.maximumJSONTextSize) bytes")
         }
+        try rejectWhatJSONCLetsThrough(bytes)
         guard let tokener = json_tokener_new_ex(Int32(clamping: maximumDepth)) else {
             throw StoreError(.outOfMemory, "json-c could not allocate a tokener")
         }
@@ -337,6 +338,34 @@ enum JSONC {
             reason = String(cString: json_tokener_error_desc(status))
         }
         throw StoreError(.parse, "JSON text does not parse at byte \(end): \(reason)")
+    }
+
+    /// Refuses what json-c's strict tokener still accepts but JSON does not: raw control
+    /// characters inside strings, and the words `NaN` and `Infinity`. One pass over the bytes,
+    /// before parsing.
+    static func rejectWhatJSONCLetsThrough(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) {
+        var inString = false
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            if inString {
+                if byte == UInt8(ascii: "\\") {
+                    index += 2
+                    continue
+                }
+                if byte == UInt8(ascii: "\"") {
+                    inString = false
+                } else if byte < 0x20 {
+                    throw StoreError(.parse, "JSON text does not parse at byte \(index): a control character inside a string must be escaped")
+                }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            } else if byte == UInt8(ascii: "N") || byte == UInt8(ascii: "I") {
+                throw StoreError(.parse, "JSON text does not parse at byte \(index): NaN and Infinity are not JSON numbers")
+            }
+            index += 1
+        }
     }
 
     /// Prints a tree (NULL prints as `null`) with json-c's printer.
