@@ -6,6 +6,8 @@ let package = Package(
     products: [
         // The Swift library.
         .library(name: "ReduxStore", targets: ["ReduxStore"]),
+        // libreduxstore.so: the C interface of include/reduxstore.h, for C programs.
+        .library(name: "reduxstore", type: .dynamic, targets: ["ReduxStoreC"]),
     ],
     targets: [
         // json-c, found through pkg-config; Debian's libjson-c-dev provides it.
@@ -20,11 +22,28 @@ let package = Package(
             name: "ReduxStore",
             dependencies: ["CJSONC"]
         ),
+        // The public C header, include/reduxstore.h (its public headers folder is a link to it),
+        // so that the C face is checked against it at compile time.
+        .target(
+            name: "CReduxStoreAPI",
+            dependencies: ["CJSONC"]
+        ),
+        // The C face: `@c @implementation` functions, a thin layer over the Swift core.
+        .target(
+            name: "ReduxStoreC",
+            dependencies: ["ReduxStore", "CReduxStoreAPI", "CJSONC"]
+        ),
         // The Swift demo the README's Quick start runs.
         .executableTarget(
             name: "ReduxStoreDemo",
             dependencies: ["ReduxStore"],
             path: "Examples/SwiftDemo"
+        ),
+        // The C demo, built inside the package (the README also builds it with a plain cc line).
+        .executableTarget(
+            name: "reduxstore-c-demo",
+            dependencies: ["ReduxStoreC", "CReduxStoreAPI"],
+            path: "Examples/CDemo"
         ),
         // A process the autosave test runs: it must have saved its last action when it exits.
         .executableTarget(
@@ -41,6 +60,10 @@ let package = Package(
         .testTarget(
             name: "ReduxStoreTests",
             dependencies: ["ReduxStore", "ReduxStoreTestSupport", "CJSONC"]
+        ),
+        .testTarget(
+            name: "ReduxStoreCTests",
+            dependencies: ["ReduxStoreC", "ReduxStore", "ReduxStoreTestSupport", "CReduxStoreAPI", "CJSONC"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,199 @@
+// The C functions of include/reduxstore.h. Each is `@c @implementation`: the compiler checks it
+// against its declaration in the header. Each only checks its arguments, calls the Swift core
+// through a backend, and turns a StoreError into a status and this thread's last error.
+internal import CJSONC
+// Public: the exported C functions use the header's types in their signatures.
+public import CReduxStoreAPI
+import ReduxStore
+
+@c @implementation
+public func rdx_store_create(
+    _ initialState: OpaquePointer?, _ reducers: UnsafePointer<rdx_reducer>?, _ reducerCount: Int,
+    _ status: UnsafeMutablePointer<rdx_status>?
+) -> OpaquePointer? {
+    constructing(status) { () throws(StoreError) in
+        let reducers = try CReducerList.check(reducers, reducerCount)
+        try CInput.tree(initialState, "initial_state")
+        let state = try JSONCTree(jsonCObject: initialState)
+        return CStoreHandle(JSONStateStore(state: state, version: 0, reducers: reducers))
+    }
+}
+
+@c @implementation
+public func rdx_store_open(
+    _ path: UnsafePointer<CChar>?, _ reducers: UnsafePointer<rdx_reducer>?, _ reducerCount: Int,
+    _ status: UnsafeMutablePointer<rdx_status>?
+) -> OpaquePointer? {
+    constructing(status) { () throws(StoreError) in
+        let path = String(cString: try CInput.required(path, "path"))
+        let reducers = try CReducerList.check(reducers, reducerCount)
+        let (state, version) = try StoreFile.readState(JSONCTree.self, from: path)
+        return CStoreHandle(JSONStateStore(state: state, version: version, reducers: reducers))
+    }
+}
+
+@c @implementation
+public func rdx_store_dispatch_action(
+    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
+) -> rdx_status {
+    status { () throws(StoreError) in
+        let handle = try CStoreHandle.from(store)
+        let identifier = try CInput.identifier(identifier)
+        try CInput.tree(payload, "payload")
+        try handle.backend.dispatch(identifier: identifier, payload: payload, enqueue: false)
+    }
+}
+
+@c @implementation
+public func rdx_store_dispatch_json(
+    _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?
+) -> rdx_status {
+    status { () throws(StoreError) in
+        let handle = try CStoreHandle.from(store)
+        try CInput.withParsedAction(actionJSON) { (identifier, payload) throws(StoreError) in
+            try handle.backend.dispatch(identifier: identifier, payload: payload, enqueue: false)
+        }
+    }
+}
+
+@c @implementation
+public func rdx_store_enqueue_action(
+    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
+) -> rdx_status {
+    status { () throws(StoreError) in
+        let handle = try CStoreHandle.from(store)
+        let identifier = try CInput.identifier(identifier)
+        try CInput.tree(payload, "payload")
+        try handle.backend.dispatch(identifier: identifier, payload: payload, enqueue: true)
+    }
+}
+
+@c @implementation
+public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.from(store).backend.flush()
+    }
+}
+
+@c @implementation
+public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
+    do {
+        let handle = try CStoreHandle.from(store)
+        return try handle.backend.currentState()
+    } catch {
+        _ = error.record()
+        return nil
+    }
+}
+
+@c @implementation
+public func rdx_store_version(_ store: OpaquePointer?) -> UInt64 {
+    guard let handle = try? CStoreHandle.from(store) else {
+        LastError.set("store is NULL")
+        return 0
+    }
+    return handle.backend.version
+}
+
+@c @implementation
+public func rdx_store_add_observer(
+    _ store: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
+    _ context: UnsafeMutableRawPointer?
+) -> UInt64 {
+    do {
+        let handle = try CStoreHandle.from(store)
+        let observer = try CInput.required(observer, "observer")
+        return handle.addObserver(name: name, observer: observer, context: context).rawValue
+    } catch {
+        _ = error.record()
+        return 0
+    }
+}
+
+@c @implementation
+public func rdx_store_remove_observer(_ store: OpaquePointer?, _ token: UInt64) -> rdx_status {
+    status { () throws(StoreError) in
+        let handle = try CStoreHandle.from(store)
+        guard token != 0, handle.removeObserver(ObserverToken(rawValue: token)) else {
+            throw StoreError(
+                .invalidArgument, "observer token \(token) is not registered with this store")
+        }
+    }
+}
+
+@c @implementation
+public func rdx_store_save(_ store: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> rdx_status {
+    status { () throws(StoreError) in
+        let handle = try CStoreHandle.from(store)
+        let path = String(cString: try CInput.required(path, "path"))
+        try handle.backend.save(to: path)
+    }
+}
+
+@c @implementation
+public func rdx_store_retain(_ store: OpaquePointer?) -> OpaquePointer? {
+    guard let store else { return nil }
+    _ = Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(store)).retain()
+    return store
+}
+
+@c @implementation
+public func rdx_store_release(_ store: OpaquePointer?) {
+    guard let store else { return }
+    Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(store)).release()
+}
+
+@c @implementation
+public func rdx_status_string(_ status: rdx_status) -> UnsafePointer<CChar>? {
+    switch status {
+    case RDX_OK: StaticText.pointer("ok")
+    case RDX_EINVAL: StaticText.pointer("invalid argument")
+    case RDX_EPARSE: StaticText.pointer("JSON text does not parse")
+    case RDX_EDECODE: StaticText.pointer("JSON does not decode")
+    case RDX_ELIMIT: StaticText.pointer("input past a limit")
+    case RDX_EIO: StaticText.pointer("input/output error")
+    case RDX_ECORRUPT: StaticText.pointer("not a valid saved state")
+    case RDX_ENOMEM: StaticText.pointer("out of memory")
+    default: StaticText.pointer("unknown status")
+    }
+}
+
+@c @implementation
+public func rdx_last_error() -> UnsafePointer<CChar>? {
+    LastError.current
+}
+
+@c @implementation
+public func rdx_version() -> UnsafePointer<CChar>? {
+    StaticText.pointer("0.1.0")
+}
+
+/// Runs a constructor: a NEW `rdx_store *` and `RDX_OK`, or NULL and the failure's status.
+private func constructing(
+    _ status: UnsafeMutablePointer<rdx_status>?,
+    _ body: () throws(StoreError) -> CStoreHandle
+) -> OpaquePointer? {
+    do {
+        let handle = try body()
+        status?.pointee = RDX_OK
+        return handle.retainedPointer()
+    } catch {
+        status?.pointee = error.record()
+        return nil
+    }
+}
+
+/// The reducers C passes to a constructor, checked and copied.
+enum CReducerList {
+    static func check(_ reducers: UnsafePointer<rdx_reducer>?, _ count: Int) throws(StoreError)
+        -> [rdx_reducer]
+    {
+        guard count > 0 else { return [] }
+        let reducers = try CInput.required(reducers, "reducers")
+        let list = Array(UnsafeBufferPointer(start: reducers, count: count))
+        for (index, reducer) in list.enumerated() where reducer.reduce == nil {
+            throw StoreError(.invalidArgument, "reducers[\(index)].reduce is NULL")
+        }
+        return list
+    }
+}

@@ -1,0 +1,68 @@
+internal import CJSONC
+import ReduxStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An action sent from C: its identifier and payload as C gave them.
+///
+/// Dispatched at once, it borrows the caller's pointers for the call (no copy, no allocation).
+/// Kept past the call (enqueued, or dispatched from inside a reducer), it owns copies:
+/// ``Storage`` frees them when the last copy of the action is gone.
+struct CAction: Action, @unchecked Sendable {
+    // @unchecked: the pointers are read only, by the one thread applying the action; an owned
+    // payload is a private deep copy no other code references.
+    let identifierPointer: UnsafePointer<CChar>
+    let payload: OpaquePointer?
+    let storage: Storage?
+
+    var identifier: String { String(cString: identifierPointer) }
+
+    /// An action borrowing the caller's identifier and payload.
+    init(borrowing identifier: UnsafePointer<CChar>, payload: OpaquePointer?) {
+        identifierPointer = identifier
+        self.payload = payload
+        storage = nil
+    }
+
+    /// An action owning copies of the identifier and payload.
+    init(copying identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError) {
+        let storage = try Storage(identifier: identifier, payload: payload)
+        identifierPointer = UnsafePointer(storage.identifier)
+        self.payload = storage.payload
+        self.storage = storage
+    }
+
+    final class Storage {
+        let identifier: UnsafeMutablePointer<CChar>
+        let payload: OpaquePointer?
+
+        init(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError) {
+            guard let copy = strdup(identifier) else {
+                throw StoreError(.outOfMemory, "out of memory copying the identifier")
+            }
+            var payloadCopy: OpaquePointer?
+            if let payload {
+                guard json_object_deep_copy(payload, &payloadCopy, nil) == 0 else {
+                    free(copy)
+                    throw StoreError(.outOfMemory, "out of memory copying the payload")
+                }
+            }
+            self.identifier = copy
+            self.payload = payloadCopy
+        }
+
+        deinit {
+            json_object_put(payload)
+            free(identifier)
+        }
+    }
+}
+
+extension Action {
+    /// This action as a ``CAction`` if it is one: a type comparison, not a dynamic cast.
+    @inline(__always)
+    var asCAction: CAction? {
+        Self.self == CAction.self ? unsafeBitCast(self, to: CAction.self) : nil
+    }
+}

@@ -1,0 +1,107 @@
+internal import CJSONC
+internal import CReduxStoreAPI
+import ReduxStore
+
+/// The state of a store C created: a json-c tree the store owns. C reducers mutate it in place.
+final class JSONCTree: Codable, JSONCTreeRepresentable, @unchecked Sendable {
+    // @unchecked: the tree is touched only by the store, under its lock.
+    let object: OpaquePointer?
+
+    /// Takes ownership of `object` (one reference).
+    init(adopting object: OpaquePointer?) { self.object = object }
+
+    deinit { json_object_put(object) }
+
+    /// A tree of the caller's own: a deep copy of `object` (borrowed).
+    init(jsonCObject object: OpaquePointer?) throws(StoreError) {
+        self.object = try JSONCTree.deepCopy(object)
+    }
+
+    func makeJSONCObject() throws(StoreError) -> OpaquePointer? {
+        try JSONCTree.deepCopy(object)
+    }
+
+    static func deepCopy(_ object: OpaquePointer?) throws(StoreError) -> OpaquePointer? {
+        guard let object else { return nil }
+        var copy: OpaquePointer?
+        guard json_object_deep_copy(object, &copy, nil) == 0 else {
+            throw StoreError(.outOfMemory, "out of memory copying the state")
+        }
+        return copy
+    }
+
+    // Swift readers of a C store go through JSONValue.
+    convenience init(from decoder: any Decoder) throws {
+        let value = try JSONValue(from: decoder)
+        self.init(adopting: try JSONCEncoder().encode(value))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try JSONCDecoder().decode(JSONValue.self, from: object).encode(to: encoder)
+    }
+}
+
+/// A store created from C: a `Store<JSONCTree>` whose one Swift reducer calls the C reducers.
+final class JSONStateStore: CStoreBackend {
+    let store: Store<JSONCTree>
+
+    init(state: JSONCTree, version: UInt64, reducers: [rdx_reducer]) {
+        let reducers = CReducers(reducers)
+        store = Store(reducers: [{ state, action in reducers.apply(to: state, action) }],
+                      adopting: state, version: version)
+    }
+
+    func dispatch(
+        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
+    ) throws(StoreError) {
+        if enqueue || store.isInsideReducer {
+            // Kept past this call: the action owns copies.
+            let action = try CAction(copying: identifier, payload: payload)
+            if enqueue { store.enqueueAction(action) } else { store.dispatchAction(action) }
+        } else {
+            store.dispatchAction(CAction(borrowing: identifier, payload: payload))
+        }
+    }
+
+    func currentState() throws(StoreError) -> OpaquePointer? {
+        try store.withLockedState { (state, _) throws(StoreError) in try state.makeJSONCObject() }
+    }
+
+    var version: UInt64 { store.version }
+    func flush() { store.flush() }
+
+    func addObserver(
+        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken {
+        store.addObserver(named: name, queue: nil, using: block)
+    }
+
+    func removeObserver(_ token: ObserverToken) -> Bool { store.removeObserver(token) }
+
+    func save(to path: String) throws(StoreError) { try store.save(to: path) }
+}
+
+/// The C reducers of a store, called in order for every action.
+struct CReducers: @unchecked Sendable {
+    // @unchecked: C promised its reducers may be called from any thread, one at a time.
+    let reducers: [rdx_reducer]
+
+    init(_ reducers: [rdx_reducer]) { self.reducers = reducers }
+
+    func apply(to state: JSONCTree, _ action: any Action) {
+        if let action = action.asCAction {
+            for reducer in reducers {
+                reducer.reduce!(state.object, action.identifierPointer, action.payload, reducer.context)
+            }
+            return
+        }
+        // A Swift action dispatched to a C store: its identifier, and a JSONAction's payload.
+        let payload = (action as? JSONAction)?.payload.flatMap { try? JSONCEncoder().encode($0) }
+        defer { json_object_put(payload) }
+        action.identifier.withCString { identifier in
+            for reducer in reducers {
+                reducer.reduce!(state.object, identifier, payload, reducer.context)
+            }
+        }
+    }
+}

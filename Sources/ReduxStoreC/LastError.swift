@@ -1,0 +1,75 @@
+internal import CReduxStoreAPI
+import ReduxStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// This thread's last failure message, kept as a C string the thread owns (a pthread key frees
+/// it when the thread exits). `rdx_last_error()` hands it out.
+enum LastError {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { raw in free(raw) }
+        precondition(status == 0, "ReduxStore: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    /// The message, or `""` before any failure on this thread.
+    static var current: UnsafePointer<CChar> {
+        if let raw = pthread_getspecific(key) {
+            return UnsafePointer(raw.assumingMemoryBound(to: CChar.self))
+        }
+        return StaticText.empty
+    }
+
+    /// Keeps `message` as this thread's last failure.
+    static func set(_ message: String) {
+        let copy = strdup(message)
+        let old = pthread_getspecific(key)
+        pthread_setspecific(key, copy)
+        free(old)
+    }
+}
+
+extension StoreError.Kind {
+    /// The C status of this kind of failure.
+    var status: rdx_status {
+        switch self {
+        case .invalidArgument: RDX_EINVAL
+        case .parse: RDX_EPARSE
+        case .decode: RDX_EDECODE
+        case .limit: RDX_ELIMIT
+        case .io: RDX_EIO
+        case .corrupt: RDX_ECORRUPT
+        case .outOfMemory: RDX_ENOMEM
+        }
+    }
+}
+
+extension StoreError {
+    /// Records the error as this thread's last failure and returns its status.
+    func record() -> rdx_status {
+        LastError.set(message)
+        return kind.status
+    }
+}
+
+/// Turns a result into a status, recording the failure.
+func status(_ body: () throws(StoreError) -> Void) -> rdx_status {
+    do {
+        try body()
+        return RDX_OK
+    } catch {
+        return error.record()
+    }
+}
+
+/// Static C strings: valid for the life of the process, never freed.
+enum StaticText {
+    static var empty: UnsafePointer<CChar> { pointer("") }
+    static var stateDidChange: UnsafePointer<CChar> { pointer("RDXStateDidChangeNotification") }
+
+    static func pointer(_ text: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+}

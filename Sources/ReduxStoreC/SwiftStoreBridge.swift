@@ -1,0 +1,102 @@
+internal import CJSONC
+import ReduxStore
+
+/// The typed Swift actions a Swift store accepts from C, by identifier.
+///
+/// When C dispatches an action whose identifier is registered here, its payload is decoded
+/// straight from the json-c tree into the registered type (the payload holds the type's
+/// properties). Any other identifier reaches the reducers as a ``JSONAction``.
+///
+/// ```swift
+/// struct AddTodo: Action, Decodable {
+///     var title: String
+///     var identifier: String { "todo.add" }
+/// }
+/// var actions = CActionTypes()
+/// actions.register(AddTodo.self, for: "todo.add")
+/// let handle = store.makeCStore(actions: actions)   // an rdx_store * for C
+/// ```
+public struct CActionTypes: Sendable {
+    typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
+
+    var decoders: [String: Decode] = [:]
+
+    public init() {}
+
+    /// Decodes payloads of actions named `identifier` into `type`.
+    public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
+        decoders[identifier] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
+    }
+}
+
+extension Store {
+    /// Hands C a handle on this store: an `rdx_store *` with one reference, which C releases
+    /// with `rdx_store_release()`. C dispatches JSON through it; C snapshots are the state
+    /// encoded to a json-c tree; C observers hear every action, whoever dispatched it.
+    ///
+    /// The handle keeps the store alive. When the last reference is released, the observers
+    /// registered through it are removed; the store lives on as long as Swift holds it.
+    ///
+    /// - Parameter actions: the typed actions payloads are decoded into, by identifier.
+    /// - Returns: the `rdx_store *`, as Swift imports the C type.
+    public func makeCStore(actions: CActionTypes = CActionTypes()) -> OpaquePointer {
+        CStoreHandle(SwiftStoreBackend(store: self, actions: actions)).retainedPointer()
+    }
+}
+
+/// A Swift store reached from C.
+final class SwiftStoreBackend<State: Codable>: CStoreBackend {
+    let store: Store<State>
+    let actions: CActionTypes
+
+    init(store: Store<State>, actions: CActionTypes) {
+        self.store = store
+        self.actions = actions
+    }
+
+    func dispatch(
+        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
+    ) throws(StoreError) {
+        let name = String(cString: identifier)
+        let action: any Action
+        if let decode = actions.decoders[name] {
+            do {
+                action = try decode(payload)
+            } catch {
+                throw StoreError(coding: error, prefix: "payload")
+            }
+        } else {
+            let value: JSONValue?
+            do {
+                value = payload == nil ? nil : try JSONCDecoder().decode(JSONValue.self, from: payload)
+            } catch {
+                throw StoreError(coding: error, prefix: "payload")
+            }
+            action = JSONAction(identifier: name, payload: value)
+        }
+        if enqueue {
+            store.enqueueAction(action)
+        } else {
+            store.dispatchAction(action)
+        }
+    }
+
+    func currentState() throws(StoreError) -> OpaquePointer? {
+        try store.withLockedState { (state, _) throws(StoreError) in
+            try JSONCEncoder().encode(state)
+        }
+    }
+
+    var version: UInt64 { store.version }
+    func flush() { store.flush() }
+
+    func addObserver(
+        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken {
+        store.addObserver(named: name, queue: nil, using: block)
+    }
+
+    func removeObserver(_ token: ObserverToken) -> Bool { store.removeObserver(token) }
+
+    func save(to path: String) throws(StoreError) { try store.save(to: path) }
+}

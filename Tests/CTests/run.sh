@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Runs the C tests of ReduxStore against include/reduxstore.h and libreduxstore.so.
+#
+#   bash Tests/CTests/run.sh [SCRATCH_PATH]     (SCRATCH_PATH: SwiftPM's build folder, default .build)
+#
+# 1. installs what is missing (json-c and pkg-config through scripts/bootstrap; valgrind, g++ and
+#    nm through apt-get), and builds the `reduxstore` product;
+# 2. checks the header compiles alone as C99 and as C++11, warnings as errors;
+# 3. checks every rdx_ function the header declares is exported by libreduxstore.so;
+# 4. compiles each Tests/CTests/test_*.c, runs it, then runs it again under valgrind (definite
+#    leaks and invalid reads/writes fail; the Swift runtime's possibly-lost and still-reachable
+#    blocks do not). RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind.
+#
+# The last line sums every CHECK of every run (normal and valgrind) as "N passed, N failed"; a
+# step that is not a CHECK (a header or export check, a compile, a crash, valgrind errors) counts
+# as one more pass or failure. The exit status is non-zero when anything failed.
+set -uo pipefail
+
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+scratch=${1:-.build}
+here="$root/Tests/CTests"
+
+passed=0
+failed=0
+failures=()
+
+pass() { passed=$((passed + 1)); echo "PASS  $1"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); echo "FAIL  $1" >&2; }
+die() { echo "run.sh: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
+
+# ---- What the tests need.
+apt_install() {
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "== installing $*"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq || return 1
+    $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
+bash scripts/bootstrap || die "could not install json-c (scripts/bootstrap failed)"
+missing=()
+command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v nm >/dev/null 2>&1 || missing+=(binutils)
+command -v cc >/dev/null 2>&1 || missing+=(gcc)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt_install "${missing[@]}" || die "could not install ${missing[*]}"
+fi
+CC=${CC:-cc}
+CXX=${CXX:-g++}
+
+# ---- The library.
+echo "== building libreduxstore.so (scratch path $scratch)"
+swift build --scratch-path "$scratch" --product reduxstore || die "swift build failed"
+bin=$(swift build --scratch-path "$scratch" --show-bin-path) || die "no bin path"
+lib="$bin/libreduxstore.so"
+[ -f "$lib" ] || die "$lib was not built"
+out="$bin/ctests"
+mkdir -p "$out"
+
+jsonc_cflags=$(pkg-config --cflags json-c)
+jsonc_libs=$(pkg-config --libs json-c)
+cflags=(-std=c99 -Wall -Wextra -Werror -pedantic -I"$root/include" $jsonc_cflags)
+
+# ---- The header alone, as C99 and as C++11 (included twice: the guard works).
+echo "== header checks"
+printf '#include "reduxstore.h"\n#include "reduxstore.h"\nint header_only_unit;\n' >"$out/header_only.c"
+if "$CC" "${cflags[@]}" -c "$out/header_only.c" -o "$out/header_only_c.o" 2>"$out/header_c.log"; then
+    pass "header compiles alone as C99 (-std=c99 -Wall -Wextra -Werror -pedantic)"
+else
+    cat "$out/header_c.log" >&2
+    fail "header compiles alone as C99"
+fi
+if "$CXX" -x c++ -std=c++11 -Wall -Wextra -Werror -pedantic -I"$root/include" $jsonc_cflags \
+    -c "$out/header_only.c" -o "$out/header_only_cxx.o" 2>"$out/header_cxx.log"; then
+    pass "header compiles alone as C++11 (-std=c++11 -Wall -Wextra -Werror -pedantic)"
+else
+    cat "$out/header_cxx.log" >&2
+    fail "header compiles alone as C++11"
+fi
+
+# ---- Every rdx_ function of the header is exported.
+echo "== exported symbols"
+# The header without its comments; a name followed by "(" is a function declaration (function
+# pointer typedefs read "(*rdx_name)(" and do not match).
+declared=$("$CC" -fpreprocessed -dD -E -P "$root/include/reduxstore.h" 2>/dev/null |
+    grep -oE '\brdx_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
+exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TW]$/ { print $3 }' | sort -u)
+count=$(printf '%s\n' "$declared" | grep -c . || true)
+if [ "$count" -eq 0 ]; then
+    fail "found no rdx_ function in include/reduxstore.h"
+else
+    absent=()
+    for name in $declared; do
+        printf '%s\n' "$exported" | grep -qx "$name" || absent+=("$name")
+    done
+    if [ ${#absent[@]} -eq 0 ]; then
+        pass "all $count rdx_ functions of the header are exported by libreduxstore.so"
+    else
+        fail "not exported by libreduxstore.so: ${absent[*]}"
+    fi
+fi
+
+# ---- The test programs.
+# Runs one program (normally or under valgrind), adds its counts, and checks its exit status.
+run_program() {
+    local label=$1 log=$2
+    shift 2
+    local status line p f
+    timeout 600 "$@" >"$log" 2>&1
+    status=$?
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+    if [ -n "$line" ]; then
+        p=${line%% passed*}
+        f=${line#*passed, }
+        f=${f%% failed}
+        passed=$((passed + p))
+        failed=$((failed + f))
+    fi
+    if [ -z "$line" ]; then
+        grep -v '^==[0-9]*==' "$log" | tail -n 40 >&2
+        fail "$label: crashed or hung (exit status $status, no summary line)"
+    elif [ "$status" -eq 99 ]; then
+        grep -E '^==[0-9]+== ' "$log" | grep -vE 'possibly lost|still reachable' | head -n 80 >&2
+        fail "$label: valgrind found errors (see $log)"
+    elif [ "$status" -ne 0 ] || [ "$f" -ne 0 ]; then
+        grep -v '^==[0-9]*==' "$log" | grep -v '^[0-9]* passed' >&2
+        failures+=("$label: $line")
+        echo "FAIL  $label: $line" >&2
+        [ "$f" -eq 0 ] && { failed=$((failed + 1)); echo "      (exit status $status)" >&2; }
+    else
+        echo "PASS  $label: $line"
+    fi
+}
+
+valgrind_flags=(--leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
+    --error-exitcode=99 --num-callers=40)
+
+programs=()
+for source in "$here"/test_*.c; do
+    programs+=("$(basename "$source" .c)")
+done
+
+echo "== compiling ${#programs[@]} test programs"
+built=()
+for name in "${programs[@]}"; do
+    if "$CC" "${cflags[@]}" "$here/$name.c" -o "$out/$name" \
+        -L"$bin" -lreduxstore -Wl,-rpath,"$bin" $jsonc_libs -lpthread 2>"$out/$name.compile.log"; then
+        pass "compile $name"
+        built+=("$name")
+    else
+        cat "$out/$name.compile.log" >&2
+        fail "compile $name"
+    fi
+done
+
+echo "== running"
+for name in "${built[@]}"; do
+    run_program "$name" "$out/$name.log" "$out/$name"
+done
+
+echo "== running under valgrind"
+for name in "${built[@]}"; do
+    RDX_CTEST_SMALL=1 run_program "$name (valgrind)" "$out/$name.valgrind.log" \
+        valgrind "${valgrind_flags[@]}" "$out/$name"
+    summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
+    echo "      valgrind: $summary"
+done
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "Failed:"
+    printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,129 @@
+import CJSONC
+import CReduxStoreAPI
+import ReduxStore
+import ReduxStoreC
+import ReduxStoreTestSupport
+import Testing
+
+/// A typed action C can send: its payload holds the properties.
+private struct AddTodo: Action, Decodable, Equatable {
+    var title: String
+    var tags: [String]
+    var identifier: String { "todo.add" }
+}
+
+private final class Board: Codable, @unchecked Sendable {
+    var titles: [String] = []
+    var untyped: [String] = []
+}
+
+private let boardReducer: Reducer<Board> = { state, action in
+    if let add = action as? AddTodo {
+        state.titles.append("\(add.title) \(add.tags.joined(separator: ","))")
+    } else if let json = action as? JSONAction {
+        state.untyped.append("\(json.identifier) \(String(describing: json.payload))")
+    }
+}
+
+private func makeBoard() -> (Store<Board>, OpaquePointer) {
+    let store = Store(reducers: [boardReducer], state: Board())
+    var actions = CActionTypes()
+    actions.register(AddTodo.self, for: "todo.add")
+    return (store, store.makeCStore(actions: actions))
+}
+
+private func lastError() -> String { String(cString: rdx_last_error()) }
+
+@Suite("A Swift store handed to C")
+struct SwiftStoreInCTests {
+    @Test("a registered identifier's payload is decoded straight into the typed action")
+    func typedAction() {
+        let (store, handle) = makeBoard()
+        defer { rdx_store_release(handle) }
+        let status = rdx_store_dispatch_json(
+            handle, #"{"identifier": "todo.add", "payload": {"title": "Ship", "tags": ["a", "b"]}}"#)
+        #expect(status == RDX_OK)
+        #expect(store.currentState().titles == ["Ship a,b"])
+        #expect(store.version == 1)
+        #expect(rdx_store_version(handle) == 1)
+    }
+
+    @Test("other identifiers reach the reducers as JSONAction")
+    func untypedAction() {
+        let (store, handle) = makeBoard()
+        defer { rdx_store_release(handle) }
+        #expect(rdx_store_dispatch_json(handle, #"{"identifier": "misc", "payload": [1, true]}"#) == RDX_OK)
+        #expect(rdx_store_dispatch_action(handle, "bare", nil) == RDX_OK)
+        #expect(store.currentState().untyped == [
+            "misc Optional(ReduxStore.JSONValue.array([ReduxStore.JSONValue.int(1), ReduxStore.JSONValue.bool(true)]))",
+            "bare nil",
+        ])
+    }
+
+    @Test("a payload that does not decode: RDX_EDECODE naming the path, nothing applied")
+    func decodeFailure() {
+        let (store, handle) = makeBoard()
+        defer { rdx_store_release(handle) }
+        let status = rdx_store_dispatch_json(
+            handle, #"{"identifier": "todo.add", "payload": {"title": "x", "tags": ["a", 7]}}"#)
+        #expect(status == RDX_EDECODE)
+        #expect(lastError() == "payload.tags[1]: expected String, found number")
+        #expect(store.version == 0)
+        #expect(store.currentState().titles == [])
+
+        #expect(rdx_store_dispatch_action(handle, "todo.add", nil) == RDX_EDECODE)
+        #expect(lastError() == "payload: expected object, found null")
+        #expect(store.version == 0)
+    }
+
+    @Test("a C snapshot is the state encoded to a new json-c tree")
+    func snapshot() {
+        let (store, handle) = makeBoard()
+        defer { rdx_store_release(handle) }
+        store.dispatchAction(AddTodo(title: "From Swift", tags: []))
+        let tree = rdx_store_current_state(handle)
+        defer { json_object_put(tree) }
+        let text = String(cString: json_object_to_json_string_ext(tree, JSON_C_TO_STRING_PLAIN))
+        #expect(text == #"{"titles":["From Swift "],"untyped":[]}"#)
+    }
+
+    @Test("C observers hear actions dispatched from Swift; releasing the handle removes them")
+    func observers() {
+        let (store, handle) = makeBoard()
+        let heard = Tally()
+        let context = Unmanaged.passRetained(heard).toOpaque()
+        let token = rdx_store_add_observer(handle, nil, { _, name, version, context in
+            let heard = Unmanaged<Tally>.fromOpaque(context!).takeUnretainedValue()
+            if String(cString: name!) == "RDXStateDidChangeNotification" && version > 0 {
+                heard.increment()
+            }
+        }, context)
+        #expect(token != 0)
+        store.dispatchAction(AddTodo(title: "a", tags: []))
+        #expect(heard.count == 1)
+        rdx_store_release(handle)
+        store.dispatchAction(AddTodo(title: "b", tags: []))
+        #expect(heard.count == 1)
+        #expect(store.observerCount == 0)
+        Unmanaged<Tally>.fromOpaque(context).release()
+    }
+
+    @Test("enqueue from C, flush, and the handle keeps the store alive")
+    func enqueue() {
+        var handle: OpaquePointer?
+        do {
+            let (_, made) = makeBoard()
+            handle = made
+        }
+        for index in 0..<10 {
+            let payload = json_object_new_object()
+            json_object_object_add(payload, "title", json_object_new_string("t\(index)"))
+            json_object_object_add(payload, "tags", json_object_new_array())
+            #expect(rdx_store_enqueue_action(handle, "todo.add", payload) == RDX_OK)
+            json_object_put(payload)
+        }
+        #expect(rdx_store_flush(handle) == RDX_OK)
+        #expect(rdx_store_version(handle) == 10)
+        rdx_store_release(handle)
+    }
+}

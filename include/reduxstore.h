@@ -1,0 +1,200 @@
+/*
+ * reduxstore.h — the C interface of ReduxStore.
+ *
+ * One store holds the whole state of a program as a json-c tree. The only way to change it is to
+ * dispatch an action (an identifier and an optional json-c payload); every action runs through the
+ * store's reducers, which mutate the state tree in place. After each action the store tells its
+ * observers. rdx_store_current_state() hands out a deep copy that no later action can reach.
+ *
+ * Ownership follows json-c:
+ *   - Arguments are BORROWED. The store deep-copies what it keeps past a call (the initial state,
+ *     an enqueued payload); it never keeps a second reference to a caller's tree, because json-c's
+ *     reference counts are not atomic.
+ *   - Every json_object * returned is a NEW tree of the caller's own: release it with
+ *     json_object_put().
+ *   - Reducers get `state` and `payload` borrowed for the duration of the call.
+ *
+ * Errors: every function that can fail returns an rdx_status (or NULL / 0 for constructors and
+ * tokens). Outputs are valid only when the call returned RDX_OK. After a failure,
+ * rdx_last_error() says what went wrong and where, in words; the store's state and version are
+ * as they were, and nothing leaks.
+ *
+ * Threads: every function may be called from any thread at once, on the same store. Actions are
+ * applied one at a time, in one total order; none is lost. rdx_store_release() is the caller's
+ * last use of its reference. Observers run on the dispatching thread after the store's lock was
+ * released, and may call any rdx_ function.
+ *
+ * Link with -lreduxstore (pkg-config --cflags --libs reduxstore), and json-c.
+ */
+#ifndef REDUXSTORE_H
+#define REDUXSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <json-c/json.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define RDX_API __attribute__((visibility("default")))
+#else
+#define RDX_API
+#endif
+
+/* The version of this header. rdx_version() gives the library's, to compare at run time. */
+#define RDX_VERSION_MAJOR 0
+#define RDX_VERSION_MINOR 1
+#define RDX_VERSION_PATCH 0
+#define RDX_VERSION "0.1.0"
+/* MAJOR * 1000000 + MINOR * 1000 + PATCH */
+#define RDX_VERSION_NUMBER 1000
+
+/* Limits on input; past any of them a call returns RDX_ELIMIT and changes nothing. */
+#define RDX_MAX_NESTING_DEPTH 256          /* arrays and objects inside each other */
+#define RDX_MAX_JSON_TEXT_SIZE (64 << 20)  /* bytes of JSON text parsed at once */
+#define RDX_MAX_IDENTIFIER_LENGTH 1024     /* bytes of an action identifier */
+
+/* The name of the notification a store posts after each applied action. */
+#define RDX_STATE_DID_CHANGE_NOTIFICATION "RDXStateDidChangeNotification"
+
+/*
+ * A store. Opaque and reference-counted: rdx_store_create() and rdx_store_open() return it with
+ * one reference; rdx_store_retain() adds one, rdx_store_release() drops one and frees the store
+ * with the last. A Swift program can hand C a store of its own (see the README).
+ */
+typedef struct rdx_store rdx_store;
+
+/* What a call did. rdx_status_string() names each. */
+typedef enum rdx_status {
+    RDX_OK = 0,    /* done */
+    RDX_EINVAL,    /* an argument was NULL or not acceptable (an unknown observer token) */
+    RDX_EPARSE,    /* JSON text did not parse */
+    RDX_EDECODE,   /* JSON was not of the expected shape, or a payload did not decode */
+    RDX_ELIMIT,    /* input past one of the RDX_MAX_ limits */
+    RDX_EIO,       /* a file could not be read or written */
+    RDX_ECORRUPT,  /* a file does not hold a valid saved state */
+    RDX_ENOMEM     /* memory ran out */
+} rdx_status;
+
+/*
+ * A reducer: mutates `state` in place for one action. `identifier` is the action's; `payload`
+ * may be NULL. All three are borrowed for the call: do not put them or keep them. A reducer may
+ * call rdx_ functions on its own store: a dispatch is queued and applied right after the current
+ * action; rdx_store_current_state() returns the state as the reducers left it so far.
+ */
+typedef void (*rdx_reduce_fn)(json_object *state, const char *identifier,
+                              json_object *payload, void *context);
+
+/* A reducer and the context it is called with. */
+typedef struct rdx_reducer {
+    rdx_reduce_fn reduce;
+    void *context;
+} rdx_reducer;
+
+/*
+ * An observer: told after each action, once the store's lock was released, with the store
+ * (borrowed), the notification's name and the store's new version. It runs on the dispatching
+ * thread and may call any rdx_ function, including removing itself.
+ */
+typedef void (*rdx_observer_fn)(rdx_store *store, const char *name, uint64_t version,
+                                void *context);
+
+/*
+ * Creates a store holding a deep copy of `initial_state` (borrowed; NULL is a JSON null state),
+ * with `reducer_count` reducers run in array order (the array is copied; the contexts are kept).
+ * Returns a NEW store with one reference, or NULL with *status (if status is not NULL) set.
+ */
+RDX_API rdx_store *rdx_store_create(json_object *initial_state, const rdx_reducer *reducers,
+                                    size_t reducer_count, rdx_status *status);
+
+/*
+ * Applies an action and returns once the reducers ran and the observers were told. Borrows
+ * `identifier` and `payload` (NULL: no payload). Inside a reducer the action is queued (its
+ * payload deep-copied) and applied right after the current one.
+ */
+RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *identifier,
+                                             json_object *payload);
+
+/*
+ * Parses `action_json`, {"identifier": "...", "payload": ...}, and applies it as
+ * rdx_store_dispatch_action() does. "payload" may be missing or null. Borrows the text.
+ * RDX_EPARSE for text that does not parse, RDX_EDECODE for JSON of another shape, RDX_ELIMIT for
+ * text longer than RDX_MAX_JSON_TEXT_SIZE or nested deeper than RDX_MAX_NESTING_DEPTH.
+ */
+RDX_API rdx_status rdx_store_dispatch_json(rdx_store *store, const char *action_json);
+
+/*
+ * Queues an action on the store's own serial queue and returns at once. Borrows `identifier`
+ * and `payload`; the store keeps deep copies. Enqueued actions are applied in order, in the same
+ * total order as dispatched ones, on the queue's thread.
+ */
+RDX_API rdx_status rdx_store_enqueue_action(rdx_store *store, const char *identifier,
+                                            json_object *payload);
+
+/* Returns once every action enqueued before the call was applied and its observers ran. */
+RDX_API rdx_status rdx_store_flush(rdx_store *store);
+
+/*
+ * Returns a NEW deep copy of the state (release it with json_object_put()), equal to the state
+ * at one version, or NULL on failure (rdx_last_error() says why). Inside a reducer: the state as
+ * the reducers left it so far.
+ */
+RDX_API json_object *rdx_store_current_state(rdx_store *store);
+
+/* The number of actions applied: 0 for a new store. 0 for NULL. */
+RDX_API uint64_t rdx_store_version(rdx_store *store);
+
+/*
+ * Registers `observer`, called with `context` for notifications named `name` (borrowed; NULL:
+ * every notification). It first hears the next action. Returns a token, never 0, or 0 on failure.
+ */
+RDX_API uint64_t rdx_store_add_observer(rdx_store *store, const char *name,
+                                        rdx_observer_fn observer, void *context);
+
+/*
+ * Removes an observer. Once it returns, the observer is never called again; a call running on
+ * another thread is waited for, so `context` may be freed right after. RDX_EINVAL for a token
+ * this store does not know or already removed.
+ */
+RDX_API rdx_status rdx_store_remove_observer(rdx_store *store, uint64_t token);
+
+/*
+ * Writes the state and its version to `path` (borrowed) atomically: a crash at any instant leaves
+ * the old file or the new one, whole. RDX_EIO when the folder cannot be written.
+ */
+RDX_API rdx_status rdx_store_save(rdx_store *store, const char *path);
+
+/*
+ * Opens a store saved by rdx_store_save(), with its state and version, and these reducers.
+ * Returns a NEW store with one reference, or NULL with *status set: RDX_EIO for a missing or
+ * unreadable file, RDX_ECORRUPT for a file that is not a saved state (left untouched).
+ */
+RDX_API rdx_store *rdx_store_open(const char *path, const rdx_reducer *reducers,
+                                  size_t reducer_count, rdx_status *status);
+
+/* Adds a reference to `store` and returns it. NULL gives NULL. */
+RDX_API rdx_store *rdx_store_retain(rdx_store *store);
+
+/* Drops a reference; the last one frees the store. NULL is a harmless no-op. */
+RDX_API void rdx_store_release(rdx_store *store);
+
+/* The name of a status, such as "invalid argument". Static; never NULL. */
+RDX_API const char *rdx_status_string(rdx_status status);
+
+/*
+ * What this thread's last failed call went wrong with, in words, naming the argument or coding
+ * path ("payload.items[3].title: expected String, found number"). "" before any failure, never
+ * NULL. Valid until this thread's next rdx_ call.
+ */
+RDX_API const char *rdx_last_error(void);
+
+/* The library's version, "MAJOR.MINOR.PATCH". Static; compare with RDX_VERSION. */
+RDX_API const char *rdx_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDUXSTORE_H */
