@@ -363,9 +363,49 @@ enum JSONC {
                 inString = true
             } else if byte == UInt8(ascii: "N") || byte == UInt8(ascii: "I") {
                 throw StoreError(.parse, "JSON text does not parse at byte \(index): NaN and Infinity are not JSON numbers")
+            } else if byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) {
+                index = try checkNumber(bytes, at: index)
+                continue
             }
             index += 1
         }
+    }
+
+    /// Checks the number starting at `start` and returns the index after it. json-c clamps
+    /// integers past the 64-bit range to the nearest bound without a word; such an integer is
+    /// refused here instead (a number with a fraction or exponent is a double, and fine).
+    private static func checkNumber(_ bytes: UnsafeBufferPointer<UInt8>, at start: Int)
+        throws(StoreError) -> Int
+    {
+        var index = start
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        let digitsStart = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            index += 1
+        }
+        let digits = UnsafeBufferPointer(rebasing: bytes[digitsStart..<index])
+        if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
+            // A double: skip the rest of it.
+            index += 1
+            while index < bytes.count,
+                  (bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9"))
+                    || [UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
+                index += 1
+            }
+            return index
+        }
+        // The largest magnitudes json-c holds exactly: 2^63 for negative integers, 2^64 - 1 else.
+        let bound: StaticString = negative ? "9223372036854775808" : "18446744073709551615"
+        let boundDigits = UnsafeBufferPointer(start: bound.utf8Start, count: bound.utf8CodeUnitCount)
+        // Digit strings of one length compare as their numbers do.
+        let fits = digits.count < boundDigits.count
+            || (digits.count == boundDigits.count && !boundDigits.lexicographicallyPrecedes(digits))
+        guard fits else {
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            throw StoreError(.decode, "JSON text at byte \(start): the integer \(text) does not fit in 64 bits")
+        }
+        return index
     }
 
     /// Prints a tree (NULL prints as `null`) with json-c's printer.

@@ -234,14 +234,25 @@ struct DecodeSession {
         case .float: number = "\(Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload)))"
         default: number = strings[Int(truncatingIfNeeded: slot.payload)]
         }
+        let fractional: Bool
+        switch slot.tag {
+        case .double: fractional = Double(bitPattern: slot.payload).rounded(.towardZero) != Double(bitPattern: slot.payload)
+        case .float:
+            let value = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
+            fractional = value.rounded(.towardZero) != value
+        default: fractional = false
+        }
+        // The same words as the json-c decoder's: a fraction is the wrong kind of number.
+        let words = fractional
+            ? "expected \(type), found \(number)" : "number \(number) does not fit in \(type)"
         return .dataCorrupted(DecodingError.Context(
-            codingPath: codingPath(node), debugDescription: "number \(number) does not fit in \(type)"))
+            codingPath: codingPath(node), debugDescription: words))
     }
 
     @inline(never)
     func keyNotFound(_ key: some CodingKey, in container: UInt32) -> DecodingError {
         .keyNotFound(key, DecodingError.Context(
-            codingPath: codingPath(container), debugDescription: "no value for key \"\(key.stringValue)\""))
+            codingPath: codingPath(container), debugDescription: "key not found"))
     }
 }
 

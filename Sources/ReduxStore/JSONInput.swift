@@ -1,0 +1,218 @@
+internal import CJSONC
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The rules for JSON input that crosses into a store, shared by the Swift API and the C face so
+/// that every limit holds the same way in both.
+package enum JSONInput {
+    /// An action identifier of `length` bytes: at most ``StoreLimits/maximumIdentifierLength``
+    /// bytes (``StoreError/Kind/limit``), no NUL, valid UTF-8 (``StoreError/Kind/decode``).
+    package static func identifier(_ pointer: UnsafePointer<CChar>, length: Int) throws(StoreError) {
+        let limit = StoreLimits.maximumIdentifierLength
+        guard length <= limit else {
+            throw StoreError(.limit, "identifier is longer than \(limit) bytes")
+        }
+        guard strnlen(pointer, length) == length else {
+            throw StoreError(.decode, "identifier contains a NUL character")
+        }
+        try utf8(pointer, length: length, what: "identifier")
+    }
+
+    /// Fails with `RDX_EDECODE` if the bytes are not valid UTF-8. ASCII is checked byte by byte;
+    /// only text with other bytes is decoded.
+    package static func utf8(_ pointer: UnsafePointer<CChar>, length: Int, what: String) throws(StoreError) {
+        let bytes = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
+        var index = 0
+        while index < length, bytes[index] < 0x80 { index += 1 }
+        if index == length { return }
+        let buffer = UnsafeBufferPointer(start: bytes, count: length)
+        var decoder = Unicode.UTF8.ForwardParser()
+        var iterator = buffer.makeIterator()
+        while true {
+            switch decoder.parseScalar(from: &iterator) {
+            case .valid: continue
+            case .emptyInput: return
+            case .error: throw StoreError(.decode, "\(what) is not valid UTF-8")
+            }
+        }
+    }
+
+    /// A tree C hands in (a payload, an initial state): at most
+    /// ``StoreLimits/maximumNestingDepth`` arrays and objects inside each other
+    /// (``StoreError/Kind/limit``), and no non-finite number (``StoreError/Kind/decode``: JSON has
+    /// none, and a saved file could not hold it).
+    ///
+    /// One walk over the tree with no allocation; the path of a problem is worked out only when
+    /// there is one.
+    ///
+    /// - Parameter containersAbove: containers around the tree in the input it came in (the
+    ///   action object around a payload parsed from action text).
+    package static func tree(_ object: OpaquePointer?, _ name: String, containersAbove: Int = 0)
+        throws(StoreError)
+    {
+        guard let object, let problem = firstProblem(in: object, depth: containersAbove) else {
+            return
+        }
+        let limit = StoreLimits.maximumNestingDepth
+        switch problem.kind {
+        case .tooDeep:
+            let note = containersAbove > 0 ? " (the action object around it counts as one)" : ""
+            throw StoreError(.limit, "\(name) is nested deeper than \(limit) levels\(note)")
+        case .nonFinite:
+            let path = CodingPath.join(name, self.path(to: problem.node, in: object) ?? "")
+            throw StoreError(.decode, codingPath: path, detail: "non-finite number is not valid JSON")
+        }
+    }
+
+    private enum ProblemKind { case tooDeep, nonFinite }
+
+    /// The first node that breaks a rule, depth first; `depth` counts the containers above.
+    private static func firstProblem(in object: OpaquePointer, depth: Int)
+        -> (node: OpaquePointer, kind: ProblemKind)?
+    {
+        switch json_object_get_type(object) {
+        case json_type_array:
+            guard depth < StoreLimits.maximumNestingDepth else { return (object, .tooDeep) }
+            let count = json_object_array_length(object)
+            var index = 0
+            while index < count {
+                if let element = json_object_array_get_idx(object, index),
+                   let problem = firstProblem(in: element, depth: depth + 1) {
+                    return problem
+                }
+                index += 1
+            }
+        case json_type_object:
+            guard depth < StoreLimits.maximumNestingDepth else { return (object, .tooDeep) }
+            var iterator = json_object_iter_begin(object)
+            var end = json_object_iter_end(object)
+            while json_object_iter_equal(&iterator, &end) == 0 {
+                if let member = json_object_iter_peek_value(&iterator),
+                   let problem = firstProblem(in: member, depth: depth + 1) {
+                    return problem
+                }
+                json_object_iter_next(&iterator)
+            }
+        case json_type_double:
+            if !json_object_get_double(object).isFinite { return (object, .nonFinite) }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// The coding path from `root` to `target` (`items[3].price`), or nil if it is not there.
+    private static func path(to target: OpaquePointer, in root: OpaquePointer) -> String? {
+        if root == target { return "" }
+        switch json_object_get_type(root) {
+        case json_type_array:
+            for index in 0..<json_object_array_length(root) {
+                if let element = json_object_array_get_idx(root, index),
+                   let rest = path(to: target, in: element) {
+                    return CodingPath.join("[\(index)]", rest)
+                }
+            }
+        case json_type_object:
+            var iterator = json_object_iter_begin(root)
+            var end = json_object_iter_end(root)
+            while json_object_iter_equal(&iterator, &end) == 0 {
+                if let member = json_object_iter_peek_value(&iterator),
+                   let rest = path(to: target, in: member) {
+                    let key = String(cString: json_object_iter_peek_name(&iterator))
+                    return CodingPath.join(key, rest)
+                }
+                json_object_iter_next(&iterator)
+            }
+        default:
+            break
+        }
+        return nil
+    }
+
+    /// Parses action text, `{"identifier": "...", "payload": ...}`, and hands the identifier
+    /// and the payload (borrowed from the parsed tree, freed after `body`; `nil` when missing
+    /// or null) to `body`.
+    ///
+    /// The text may be at most ``StoreLimits/maximumJSONTextSize`` bytes and nest at most
+    /// ``StoreLimits/maximumNestingDepth`` containers, the action object included. Only the
+    /// keys `identifier` and `payload` are allowed.
+    package static func withParsedAction<T>(
+        _ text: UnsafePointer<CChar>, length: Int,
+        _ body: (UnsafePointer<CChar>, OpaquePointer?) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        let limit = StoreLimits.maximumJSONTextSize
+        guard length <= limit else {
+            throw StoreError(.limit, "action text is longer than \(limit) bytes")
+        }
+        // json-c's depth counts one more than the containers it lets nest, and does not count
+        // the inside of an empty container: the payload's depth is checked again after parsing.
+        let root = try JSONCText.parse(
+            text, length: length, maximumDepth: StoreLimits.maximumNestingDepth + 1)
+        defer { json_object_put(root) }
+        guard let root, json_object_get_type(root) == json_type_object else {
+            throw StoreError(.decode, "action: expected object, found \(JSONC.kindName(root))")
+        }
+        var identifier: OpaquePointer?
+        var payload: OpaquePointer?
+        var iterator = json_object_iter_begin(root)
+        var end = json_object_iter_end(root)
+        while json_object_iter_equal(&iterator, &end) == 0 {
+            let key = String(cString: json_object_iter_peek_name(&iterator))
+            let value = json_object_iter_peek_value(&iterator)
+            switch key {
+            case "identifier": identifier = value
+            case "payload": payload = value
+            default:
+                throw StoreError(
+                    .decode, codingPath: "action.\(key)",
+                    detail: "unexpected key (an action has \"identifier\" and \"payload\")")
+            }
+            json_object_iter_next(&iterator)
+        }
+        guard json_object_object_get_ex(root, "identifier", nil) != 0 else {
+            throw StoreError(.decode, codingPath: "identifier", detail: "key not found")
+        }
+        guard let identifier, json_object_get_type(identifier) == json_type_string else {
+            throw StoreError(
+                .decode, codingPath: "identifier",
+                detail: "expected string, found \(JSONC.kindName(identifier))")
+        }
+        let pointer = json_object_get_string(identifier)!
+        try JSONInput.identifier(pointer, length: Int(json_object_get_string_len(identifier)))
+        try tree(payload, "payload", containersAbove: 1)
+        return try body(pointer, payload)
+    }
+}
+
+extension JSONAction {
+    /// Parses action text, `{"identifier": "...", "payload": ...}`, by the same rules and limits
+    /// as the C face's `rdx_store_dispatch_json`: only those two keys, a string identifier of at
+    /// most ``StoreLimits/maximumIdentifierLength`` bytes, text of at most
+    /// ``StoreLimits/maximumJSONTextSize`` bytes nesting at most
+    /// ``StoreLimits/maximumNestingDepth`` containers, no NaN or Infinity.
+    ///
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/parse``, ``StoreError/Kind/decode``
+    ///   or ``StoreError/Kind/limit``, naming what and where.
+    public init(jsonText: String) throws(StoreError) {
+        let length = jsonText.utf8.count
+        let parsed = jsonText.withCString { text in
+            Result { () throws(StoreError) -> JSONAction in
+                try JSONInput.withParsedAction(text, length: length) {
+                    (identifier, payload) throws(StoreError) in
+                    let value: JSONValue?
+                    do {
+                        value = payload == nil
+                            ? nil : try JSONCDecoder().decode(JSONValue.self, from: payload)
+                    } catch {
+                        throw StoreError(coding: error, prefix: "payload")
+                    }
+                    return JSONAction(identifier: String(cString: identifier), payload: value)
+                }
+            }
+        }
+        self = try parsed.get()
+    }
+}
