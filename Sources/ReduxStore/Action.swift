@@ -17,15 +17,22 @@ public typealias Reducer<State> = @Sendable (_ state: inout State, _ action: any
 
 /// An action whose payload is untyped JSON: what C programs send, and what Swift code can use when
 /// an action has no type of its own.
-public struct JSONAction: Action, Codable, Hashable {
+///
+/// Three machine words (the identifier and a reference to the payload), so dispatching one
+/// without a payload allocates nothing.
+public struct JSONAction: Action, Hashable {
     public let identifier: String
+    /// Where a payload is kept: a reference, so the action stays small enough to travel in an
+    /// `any Action` without a box of its own.
+    private let payloadStorage: PayloadStorage?
+
     /// The payload, or `nil` when the action carries none (`"payload": null` is also `nil`).
-    public let payload: JSONValue?
+    public var payload: JSONValue? { payloadStorage?.value }
 
     /// Creates an action with an identifier and an optional JSON payload.
     public init(identifier: String, payload: JSONValue? = nil) {
         self.identifier = identifier
-        self.payload = payload
+        self.payloadStorage = payload.map(PayloadStorage.init)
     }
 
     /// Decodes the payload into a typed value. A missing payload decodes as JSON `null`.
@@ -35,5 +42,38 @@ public struct JSONAction: Action, Codable, Hashable {
     ///   path below `payload`, such as `payload.items[3].title: expected String, found number`.
     public func decodePayload<T: Decodable>(as type: T.Type = T.self) throws(StoreError) -> T {
         try JSONValue.decode(type, from: payload ?? .null, prefix: "payload")
+    }
+
+    public static func == (lhs: JSONAction, rhs: JSONAction) -> Bool {
+        lhs.identifier == rhs.identifier && lhs.payload == rhs.payload
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(identifier)
+        hasher.combine(payload)
+    }
+
+    private final class PayloadStorage: Sendable {
+        let value: JSONValue
+        init(_ value: JSONValue) { self.value = value }
+    }
+}
+
+extension JSONAction: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case identifier, payload
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            identifier: try container.decode(String.self, forKey: .identifier),
+            payload: try container.decodeIfPresent(JSONValue.self, forKey: .payload))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(identifier, forKey: .identifier)
+        try container.encodeIfPresent(payload, forKey: .payload)
     }
 }

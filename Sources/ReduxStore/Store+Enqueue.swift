@@ -56,6 +56,11 @@ extension Store {
     /// Cost: one lock and, for the first action of a burst, one block scheduled on the queue.
     /// The store stays alive until its enqueued actions were applied.
     public func enqueueAction(_ action: some Action) {
+        enqueue(erased: action)
+    }
+
+    /// ``enqueueAction(_:)`` for an action already in an existential box (kept as it is).
+    package func enqueue(erased action: any Action) {
         let queue = enqueued
         pthread_mutex_lock(queue.mutex)
         queue.actions.append(action)
@@ -122,7 +127,7 @@ extension Store {
             queue.drainingThread = me
             pthread_mutex_unlock(queue.mutex)
 
-            dispatchAction(action)
+            dispatch(erased: action)
 
             pthread_mutex_lock(queue.mutex)
             if queue.drainDepth == 1 {

@@ -46,7 +46,9 @@ extension Store {
             // Inside a reducer the action in progress will be version + 1: start after it.
             let first = publishedVersion.load(ordering: .acquiring) + (insideReducer ? 2 : 1)
             let entry = ObserverEntry(name: name, queue: queue, firstVersion: first, block: block)
-            core.pointee.observers.append(entry)
+            core.pointee.replaceObservers(
+                with: core.pointee.observers.takeUnretainedValue().array + [entry])
+            releaseRetiredIfFree(core)
             return entry.token
         }
     }
@@ -62,24 +64,48 @@ extension Store {
     public func removeObserver(_ token: ObserverToken) -> Bool {
         let (removed, insideReducer) = withCoreLocked {
             core, insideReducer -> (ObserverEntry?, Bool) in
-            guard let index = core.pointee.observers.firstIndex(where: { $0.token == token })
-            else { return (nil, insideReducer) }
-            return (core.pointee.observers.remove(at: index), insideReducer)
+            let list = core.pointee.observers.takeUnretainedValue()
+            guard let index = list.index(of: token) else { return (nil, insideReducer) }
+            var entries = list.array
+            let entry = entries.remove(at: index)
+            core.pointee.replaceObservers(with: entries)
+            releaseRetiredIfFree(core)
+            return (entry, insideReducer)
         }
-        guard let removed else { return false }
-        removed.markRemoved(wait: !insideReducer)
+        guard let removed, removed.markRemoved() else { return false }
+        // Inside a reducer, waiting for another thread's call could deadlock: that call may be
+        // dispatching to this store. No new call begins either way.
+        if insideReducer { return true }
+        let me = currentThreadID()
+        let id = UInt(bitPattern: ObjectIdentifier(removed))
+        // A call on the fast path: by another thread, wait for it; by this thread (the observer
+        // removing itself, or removed from a store it dispatched to), do not.
+        let callingHere = deliveryOwner.load(ordering: .sequentiallyConsistent) == me
+        if !callingHere {
+            removed.waitWhile { self.callingEntry.load(ordering: .sequentiallyConsistent) == id }
+        }
+        // Calls counted on the slow path and on queues, less those running on this thread.
+        removed.waitForCountedCalls()
         return true
     }
 
     /// The number of observers registered now.
     public var observerCount: Int {
-        withCoreLocked { core, _ in core.pointee.observers.count }
+        withCoreLocked { core, _ in core.pointee.observerCount }
+    }
+
+    /// Releases retired observer lists if no fast delivery can be walking one. Holds the lock.
+    private func releaseRetiredIfFree(_ core: UnsafeMutablePointer<StoreCore>) {
+        if !core.pointee.retiredObservers.isEmpty,
+           deliveryOwner.load(ordering: .acquiring) == 0 {
+            core.pointee.releaseRetiredObservers()
+        }
     }
 
     /// Runs `body` with the core, holding the lock unless this thread already holds it (inside
     /// a reducer).
     func withCoreLocked<T>(
-        _ body: (UnsafeMutablePointer<StoreCore<State>>, _ insideReducer: Bool) throws -> T
+        _ body: (UnsafeMutablePointer<StoreCore>, _ insideReducer: Bool) throws -> T
     ) rethrows -> T {
         if isInsideReducer { return try body(core, true) }
         pthread_mutex_lock(mutex)
@@ -87,48 +113,83 @@ extension Store {
         return try body(core, false)
     }
 
-    /// Tells `observers` of one applied action. The lock is not held.
-    func deliver(_ notification: StoreNotification, to observers: [ObserverEntry]) {
-        let context = ThreadContext.current
-        let id = ObjectIdentifier(self)
-        if let frame = context.pointee.frameIndex(for: id) {
-            // Inside a notification of this store on this thread: after the current round.
-            context.pointee.frames[frame].pending.append(
-                NotificationRound(notification: notification, observers: observers))
-            return
-        }
-        context.pointee.frames.append(DeliveryFrame(store: id))
-        let frame = context.pointee.frames.count - 1
-        Self.call(observers, with: notification)
-        drainPendingRounds(context, frame)
+    /// Takes the fast delivery path for this thread if it is free and no thread is delivering
+    /// this store's notifications on the slow path. The caller holds the lock: only a lock holder
+    /// sets the owner, so a plain load and store do.
+    @inline(__always)
+    func claimFastDeliveryLocked(_ me: UInt) -> Bool {
+        guard deliveryOwner.load(ordering: .relaxed) == 0,
+              slowDeliveries.load(ordering: .relaxed) == 0
+        else { return false }
+        deliveryOwner.store(me, ordering: .relaxed)
+        return true
     }
 
-    /// Tells observers of several actions applied under one lock (actions dispatched from inside
-    /// reducers), in version order.
-    func deliver(_ rounds: [NotificationRound]) {
+    /// Delivers the rounds queued on the fast path until none is left, then gives it up.
+    func finishFastDelivery() {
+        let delivery = self.delivery
+        if !delivery.pointee.pending.isEmpty {
+            while delivery.pointee.next < delivery.pointee.pending.count {
+                let round = delivery.pointee.pending[delivery.pointee.next]
+                delivery.pointee.next += 1
+                callFast(round.observers, with: round.notification)
+            }
+            delivery.pointee.pending.removeAll(keepingCapacity: true)
+            delivery.pointee.next = 0
+        }
+        deliveryOwner.store(0, ordering: .releasing)
+    }
+
+    /// Rounds that could not take the fast path: queued behind the current round if this thread
+    /// is delivering this store's notifications already, else delivered on the slow path.
+    func deliverElsewhere(_ rounds: [NotificationRound]) {
+        if deliveryOwner.load(ordering: .relaxed) == currentThreadID() {
+            // Dispatched from inside an observer this thread calls on the fast path.
+            delivery.pointee.pending.append(contentsOf: rounds)
+            return
+        }
         let context = ThreadContext.current
         let id = ObjectIdentifier(self)
         if let frame = context.pointee.frameIndex(for: id) {
+            // Inside a slow-path notification of this store on this thread: after the round.
             context.pointee.frames[frame].pending.append(contentsOf: rounds)
             return
         }
+        slowDeliveries.wrappingAdd(1, ordering: .relaxed)
         context.pointee.frames.append(DeliveryFrame(store: id, pending: rounds))
-        drainPendingRounds(context, context.pointee.frames.count - 1)
-    }
-
-    /// Delivers the rounds queued in this thread's frame `frame` until none is left, then pops it.
-    private func drainPendingRounds(_ context: UnsafeMutablePointer<ThreadContext>, _ frame: Int) {
+        let frame = context.pointee.frames.count - 1
         while context.pointee.frames[frame].next < context.pointee.frames[frame].pending.count {
             let round = context.pointee.frames[frame].pending[context.pointee.frames[frame].next]
             context.pointee.frames[frame].next += 1
-            Self.call(round.observers, with: round.notification)
+            for entry in round.observers.entries {
+                entry._withUnsafeGuaranteedRef { entry in
+                    if entry.wants(round.notification) { entry.deliver(round.notification) }
+                }
+            }
         }
         context.pointee.frames.removeLast()
+        slowDeliveries.wrappingSubtract(1, ordering: .relaxed)
     }
 
-    private static func call(_ observers: [ObserverEntry], with notification: StoreNotification) {
-        for entry in observers where entry.wants(notification) {
-            entry.deliver(notification)
+    /// Calls the observers of one round on the fast path. Each synchronous call is announced in
+    /// `callingEntry` (a sequentially consistent store) before the observer's removed flag is
+    /// read, and the remover sets that flag before it reads `callingEntry`: so either the call
+    /// does not begin, or the remover sees it and waits.
+    @inline(__always)
+    func callFast(_ observers: ObserverList, with notification: StoreNotification) {
+        for entry in observers.entries {
+            entry._withUnsafeGuaranteedRef { entry in
+                guard entry.wants(notification) else { return }
+                guard entry.queue == nil else {
+                    entry.deliver(notification)
+                    return
+                }
+                callingEntry.store(
+                    UInt(bitPattern: ObjectIdentifier(entry)), ordering: .sequentiallyConsistent)
+                if !entry.isRemoved { entry.block(notification) }
+                callingEntry.store(0, ordering: .releasing)
+                if entry.isRemoved { entry.wakeWaiters() }
+            }
         }
     }
 }

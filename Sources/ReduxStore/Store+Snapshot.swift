@@ -39,7 +39,7 @@ extension Store {
     package func encodedSnapshot() throws(StoreError) -> SnapshotTape {
         if isInsideReducer {
             let tape = SnapshotTape()
-            try core.pointee.encoder.encode(core.pointee.state, into: tape)
+            try core.pointee.encoder.encode(state.pointee, into: tape)
             return tape
         }
         pthread_mutex_lock(mutex)
@@ -56,7 +56,7 @@ extension Store {
             tape = SnapshotTape()
         }
         core.pointee.tape = nil
-        try core.pointee.encoder.encode(core.pointee.state, into: tape)
+        try core.pointee.encoder.encode(state.pointee, into: tape)
         core.pointee.tape = tape
         core.pointee.tapeVersion = core.pointee.version
         return tape
@@ -72,10 +72,10 @@ extension Store {
         _ body: (borrowing State, _ version: UInt64) throws(E) -> T
     ) throws(E) -> T {
         if isInsideReducer {
-            return try body(core.pointee.state, core.pointee.version)
+            return try body(state.pointee, core.pointee.version)
         }
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(core.pointee.state, core.pointee.version)
+        return try body(state.pointee, core.pointee.version)
     }
 }

@@ -26,14 +26,22 @@ import Musl
 /// The store keeps its state behind a pointer it owns, guarded by one mutex; a dispatch copies
 /// nothing of the state, so its cost does not depend on the state's size.
 public final class Store<State: Codable>: @unchecked Sendable {
-    // @unchecked: every mutable field lives in `core`, which only the thread holding `mutex`
-    // touches (or the thread applying an action, which holds it); the rest is atomic or immutable.
+    // @unchecked: the state and every mutable field live behind `state` and `core`, which only
+    // the thread holding `mutex` touches (or the thread applying an action, which holds it); the
+    // rest is atomic or immutable.
 
-    let reducers: [Reducer<State>]
-    /// Guards `core`.
+    /// The reducers, each erased to a function of the state's address. Nothing on the dispatch
+    /// path has a type that depends on `State`, so a dispatch looks up no generic metadata; and
+    /// a buffer the store owns, not an array, so walking it costs no retain and release.
+    let reducers: UnsafeMutableBufferPointer<ErasedReducer>
+    /// Guards `state` and `core`.
     let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// The state and everything that changes with it; guarded by `mutex`.
-    let core: UnsafeMutablePointer<StoreCore<State>>
+    /// The state; guarded by `mutex`.
+    let state: UnsafeMutablePointer<State>
+    /// `state`, as the erased reducers take it.
+    let stateAddress: UnsafeMutableRawPointer
+    /// Everything else that changes with each action; guarded by `mutex`.
+    let core: UnsafeMutablePointer<StoreCore>
     /// The thread applying an action right now (holding `mutex`), or 0: how a dispatch, a read or
     /// an observer change from inside a reducer is recognised, without taking the lock again.
     let applyingThread = Atomic<UInt>(0)
@@ -41,6 +49,16 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let publishedVersion = Atomic<UInt64>(0)
     /// Actions given to ``enqueueAction(_:)`` and not yet applied.
     let enqueued: EnqueuedActions
+    /// The thread delivering notifications on the fast path, or 0 (see ``DeliveryState``). Set
+    /// only under the lock (by a dispatch that found it 0); cleared by its owner.
+    let deliveryOwner = Atomic<UInt>(0)
+    /// The synchronous observer the fast path's owner is calling right now (its object
+    /// identifier's bits), or 0: what a remover on another thread waits for.
+    let callingEntry = Atomic<UInt>(0)
+    /// Deliveries of this store in progress on the slow path, on all threads.
+    let slowDeliveries = Atomic<Int>(0)
+    /// What only the fast path's owner touches: its pending rounds and the observer it calls.
+    let delivery: UnsafeMutablePointer<DeliveryState>
     /// The running autosave, if any (``startAutosave(to:policy:onError:)``).
     let autosaver = Mutex<Autosaver?>(nil)
 
@@ -72,12 +90,22 @@ public final class Store<State: Codable>: @unchecked Sendable {
         reducers: [Reducer<State>], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder()
     ) {
-        self.reducers = reducers
+        self.reducers = .allocate(capacity: reducers.count)
+        _ = self.reducers.initialize(from: reducers.map { reducer in
+            { address, action in
+                reducer(&address.assumingMemoryBound(to: State.self).pointee, action)
+            }
+        })
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
+        self.state = .allocate(capacity: 1)
+        self.state.initialize(to: state)
+        stateAddress = UnsafeMutableRawPointer(self.state)
         core = .allocate(capacity: 1)
-        core.initialize(to: StoreCore(state: state, version: version, encoder: encoder))
+        core.initialize(to: StoreCore(version: version, encoder: encoder))
+        delivery = .allocate(capacity: 1)
+        delivery.initialize(to: DeliveryState())
         publishedVersion.store(version, ordering: .relaxed)
         enqueued = EnqueuedActions()
     }
@@ -88,8 +116,16 @@ public final class Store<State: Codable>: @unchecked Sendable {
     }
 
     deinit {
+        core.pointee.releaseRetiredObservers()
+        core.pointee.observers.release()
+        delivery.deinitialize(count: 1)
+        delivery.deallocate()
         core.deinitialize(count: 1)
         core.deallocate()
+        state.deinitialize(count: 1)
+        state.deallocate()
+        reducers.deinitialize()
+        reducers.deallocate()
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }
@@ -106,23 +142,43 @@ public final class Store<State: Codable>: @unchecked Sendable {
     }
 }
 
-/// Everything of a store that changes, kept together behind one pointer and one lock.
-struct StoreCore<State> {
-    var state: State
+/// A reducer erased to a function of the state's address (the store's `state` pointer). Not
+/// `@Sendable` itself: the store keeps them immutable and calls them under its lock only.
+typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
+
+/// Everything of a store that changes with each action, but the state itself: kept together
+/// behind one pointer and the store's lock. Not generic, so reaching a field costs no metadata.
+struct StoreCore {
     var version: UInt64 = 0
     /// Actions dispatched from inside a reducer, applied after the current one (FIFO).
     var nested: [any Action] = []
     var nestedHead = 0
-    /// Registered observers in the order they were added (copy-on-write: a delivery holds the
-    /// array it took while observers come and go).
-    var observers: [ObserverEntry] = []
+    /// Registered observers in the order they were added, retained once through this field. A
+    /// delivery on the fast path walks the list it read under the lock without retaining it.
+    var observers: Unmanaged<ObserverList> = .passRetained(ObserverList.empty)
+    var observerCount = 0
+    /// Lists replaced while the fast path's owner may still be walking them: released once the
+    /// fast path is seen free under the lock (a new owner reads the current list only).
+    var retiredObservers: [Unmanaged<ObserverList>] = []
     /// The snapshot of `tapeVersion`, kept until the version changes.
     var tape: SnapshotTape?
     var tapeVersion: UInt64 = .max
     let encoder: SnapshotEncoder
 
-    init(state: State, version: UInt64, encoder: SnapshotEncoder) {
-        self.state = state
+    /// Replaces the observer list, keeping the old one until no fast delivery can be walking it.
+    mutating func replaceObservers(with entries: [ObserverEntry]) {
+        retiredObservers.append(observers)
+        observers = .passRetained(ObserverList(entries))
+        observerCount = entries.count
+    }
+
+    /// Releases the retired lists; the caller holds the lock and saw no fast-path owner.
+    mutating func releaseRetiredObservers() {
+        for list in retiredObservers { list.release() }
+        retiredObservers.removeAll()
+    }
+
+    init(version: UInt64, encoder: SnapshotEncoder) {
         self.version = version
         self.encoder = encoder
     }

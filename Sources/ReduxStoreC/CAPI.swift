@@ -1,6 +1,7 @@
 // The C functions of include/reduxstore.h. Each is `@c @implementation`: the compiler checks it
 // against its declaration in the header. Each only checks its arguments, calls the Swift core
-// through a backend, and turns a StoreError into a status and this thread's last error.
+// through the handle's kind of store, and turns a StoreError into a status and this thread's
+// last error.
 internal import CJSONC
 // Public: the exported C functions use the header's types in their signatures.
 public import CReduxStoreAPI
@@ -15,7 +16,7 @@ public func rdx_store_create(
         let reducers = try CReducerList.check(reducers, reducerCount)
         try CInput.tree(initialState, "initial_state")
         let state = try JSONCTree(jsonCObject: initialState)
-        return CStoreHandle(JSONStateStore(state: state, version: 0, reducers: reducers))
+        return JSONStateStore(state: state, version: 0, reducers: reducers)
     }
 }
 
@@ -28,7 +29,7 @@ public func rdx_store_open(
         let path = String(cString: try CInput.required(path, "path"))
         let reducers = try CReducerList.check(reducers, reducerCount)
         let (state, version) = try StoreFile.readState(JSONCTree.self, from: path)
-        return CStoreHandle(JSONStateStore(state: state, version: version, reducers: reducers))
+        return JSONStateStore(state: state, version: version, reducers: reducers)
     }
 }
 
@@ -37,10 +38,11 @@ public func rdx_store_dispatch_action(
     _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
 ) -> rdx_status {
     status { () throws(StoreError) in
-        let handle = try CStoreHandle.from(store)
-        let identifier = try CInput.identifier(identifier)
-        try CInput.tree(payload, "payload")
-        try handle.backend.dispatch(identifier: identifier, payload: payload, enqueue: false)
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let identifier = try CInput.identifier(identifier)
+            try CInput.tree(payload, "payload")
+            try handle.dispatch(identifier: identifier, payload: payload, enqueue: false)
+        }
     }
 }
 
@@ -49,9 +51,10 @@ public func rdx_store_dispatch_json(
     _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?
 ) -> rdx_status {
     status { () throws(StoreError) in
-        let handle = try CStoreHandle.from(store)
-        try CInput.withParsedAction(actionJSON) { (identifier, payload) throws(StoreError) in
-            try handle.backend.dispatch(identifier: identifier, payload: payload, enqueue: false)
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            try CInput.withParsedAction(actionJSON) { (identifier, payload) throws(StoreError) in
+                try handle.dispatch(identifier: identifier, payload: payload, enqueue: false)
+            }
         }
     }
 }
@@ -61,25 +64,27 @@ public func rdx_store_enqueue_action(
     _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
 ) -> rdx_status {
     status { () throws(StoreError) in
-        let handle = try CStoreHandle.from(store)
-        let identifier = try CInput.identifier(identifier)
-        try CInput.tree(payload, "payload")
-        try handle.backend.dispatch(identifier: identifier, payload: payload, enqueue: true)
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let identifier = try CInput.identifier(identifier)
+            try CInput.tree(payload, "payload")
+            try handle.dispatch(identifier: identifier, payload: payload, enqueue: true)
+        }
     }
 }
 
 @c @implementation
 public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
-        try CStoreHandle.from(store).backend.flush()
+        try CStoreHandle.with(store) { $0.flush() }
     }
 }
 
 @c @implementation
 public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
     do {
-        let handle = try CStoreHandle.from(store)
-        return try handle.backend.currentState()
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            try handle.currentState()
+        }
     } catch {
         _ = error.record()
         return nil
@@ -88,11 +93,11 @@ public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
 
 @c @implementation
 public func rdx_store_version(_ store: OpaquePointer?) -> UInt64 {
-    guard let handle = try? CStoreHandle.from(store) else {
+    guard let version = try? CStoreHandle.with(store, { $0.version }) else {
         LastError.set("store is NULL")
         return 0
     }
-    return handle.backend.version
+    return version
 }
 
 @c @implementation
@@ -101,9 +106,10 @@ public func rdx_store_add_observer(
     _ context: UnsafeMutableRawPointer?
 ) -> UInt64 {
     do {
-        let handle = try CStoreHandle.from(store)
-        let observer = try CInput.required(observer, "observer")
-        return handle.addObserver(name: name, observer: observer, context: context).rawValue
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let observer = try CInput.required(observer, "observer")
+            return handle.addObserver(name: name, observer: observer, context: context).rawValue
+        }
     } catch {
         _ = error.record()
         return 0
@@ -113,10 +119,11 @@ public func rdx_store_add_observer(
 @c @implementation
 public func rdx_store_remove_observer(_ store: OpaquePointer?, _ token: UInt64) -> rdx_status {
     status { () throws(StoreError) in
-        let handle = try CStoreHandle.from(store)
-        guard token != 0, handle.removeObserver(ObserverToken(rawValue: token)) else {
-            throw StoreError(
-                .invalidArgument, "observer token \(token) is not registered with this store")
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            guard token != 0, handle.removeObserver(ObserverToken(rawValue: token)) else {
+                throw StoreError(
+                    .invalidArgument, "observer token \(token) is not registered with this store")
+            }
         }
     }
 }
@@ -124,9 +131,10 @@ public func rdx_store_remove_observer(_ store: OpaquePointer?, _ token: UInt64) 
 @c @implementation
 public func rdx_store_save(_ store: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> rdx_status {
     status { () throws(StoreError) in
-        let handle = try CStoreHandle.from(store)
-        let path = String(cString: try CInput.required(path, "path"))
-        try handle.backend.save(to: path)
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let path = String(cString: try CInput.required(path, "path"))
+            try handle.save(to: path)
+        }
     }
 }
 

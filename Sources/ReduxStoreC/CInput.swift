@@ -19,7 +19,22 @@ enum CInput {
         -> UnsafePointer<CChar>
     {
         let pointer = try required(pointer, "identifier")
-        let length = strnlen(pointer, StoreLimits.maximumIdentifierLength + 1)
+        let limit = StoreLimits.maximumIdentifierLength
+        let length = strnlen(pointer, limit + 1)
+        // ASCII, checked eight bytes at a time; anything else gets the full UTF-8 check.
+        let raw = UnsafeRawPointer(pointer)
+        var high: UInt64 = 0
+        var index = 0
+        while index + 8 <= length {
+            high |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            index += 8
+        }
+        while index < length {
+            high |= UInt64(raw.load(fromByteOffset: index, as: UInt8.self))
+            index += 1
+        }
+        let ascii = high & 0x8080_8080_8080_8080 == 0
+        if ascii && length <= limit { return pointer }
         try JSONInput.identifier(pointer, length: length)
         return pointer
     }

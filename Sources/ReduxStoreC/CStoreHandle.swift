@@ -2,51 +2,76 @@ internal import CReduxStoreAPI
 import ReduxStore
 import Synchronization
 
-/// What the C functions need of a store, whatever kind it is: a store C created around a json-c
-/// tree, or a Swift `Store<State>` handed to C.
-protocol CStoreBackend: AnyObject, Sendable {
-    /// Applies (`enqueue` false) or enqueues an action. `identifier` and `payload` are borrowed
-    /// and already checked; what is kept past the call is copied.
-    func dispatch(
-        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
-    ) throws(StoreError)
-    /// A NEW json-c tree of the state.
-    func currentState() throws(StoreError) -> OpaquePointer?
-    var version: UInt64 { get }
-    func flush()
-    func addObserver(
-        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
-    ) -> ObserverToken
-    func removeObserver(_ token: ObserverToken) -> Bool
-    func save(to path: String) throws(StoreError)
-}
-
-/// The object behind an `rdx_store *`: reference-counted by `rdx_store_retain` and
+/// The object behind an `rdx_store *`, reference-counted by `rdx_store_retain` and
 /// `rdx_store_release` through `Unmanaged`.
-final class CStoreHandle: Sendable {
-    let backend: any CStoreBackend
+///
+/// Each kind of store is a subclass: ``JSONStateStore`` (a store C created around a json-c tree)
+/// and ``SwiftStoreHandle`` (a Swift `Store<State>` handed to C). A C function reaches the
+/// subclass through one virtual call on the borrowed handle: no existential, no retain.
+class CStoreHandle: @unchecked Sendable {
+    // @unchecked: the only state is the Mutex-guarded token set; subclasses are Sendable.
+
     /// The observers C registered through this handle. They are removed when the handle goes, so
     /// a Swift store that outlives its C handle never calls C with a freed `rdx_store *`.
     private let tokens = Mutex<Set<ObserverToken>>([])
 
-    init(_ backend: any CStoreBackend) { self.backend = backend }
+    init() {}
 
     deinit {
         // The last release waits for what C enqueued, so no reducer or observer of C's runs
-        // after rdx_store_release() returned.
-        backend.flush()
-        for token in tokens.withLock({ $0 }) { _ = backend.removeObserver(token) }
+        // after rdx_store_release() returned. (Stored properties of the subclass are destroyed
+        // only after this deinit ran.)
+        flush()
+        for token in tokens.withLock({ $0 }) { _ = removeStoreObserver(token) }
     }
+
+    // MARK: What each kind of store provides
+
+    /// Applies (`enqueue` false) or enqueues an action. `identifier` and `payload` are borrowed
+    /// and already checked; what is kept past the call is copied.
+    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool)
+        throws(StoreError)
+    { preconditionFailure("every kind of C store overrides \(#function)") }
+
+    /// A NEW json-c tree of the state.
+    func currentState() throws(StoreError) -> OpaquePointer? {
+        preconditionFailure("every kind of C store overrides \(#function)")
+    }
+
+    var version: UInt64 { preconditionFailure("every kind of C store overrides \(#function)") }
+
+    func flush() { preconditionFailure("every kind of C store overrides \(#function)") }
+
+    func addStoreObserver(
+        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken { preconditionFailure("every kind of C store overrides \(#function)") }
+
+    func removeStoreObserver(_ token: ObserverToken) -> Bool {
+        preconditionFailure("every kind of C store overrides \(#function)")
+    }
+
+    func save(to path: String) throws(StoreError) {
+        preconditionFailure("every kind of C store overrides \(#function)")
+    }
+
+    // MARK: Shared
 
     /// A NEW reference as an `rdx_store *`.
     func retainedPointer() -> OpaquePointer {
         OpaquePointer(Unmanaged.passRetained(self).toOpaque())
     }
 
-    /// The handle behind a pointer C passed in, borrowed for the call; `RDX_EINVAL` for NULL.
-    static func from(_ pointer: OpaquePointer?) throws(StoreError) -> CStoreHandle {
+    /// Runs `body` with the handle behind a pointer C passed in, borrowed for the call (C holds a
+    /// reference, so no retain is needed); `RDX_EINVAL` for NULL.
+    static func with<T>(
+        _ pointer: OpaquePointer?, _ body: (CStoreHandle) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
         guard let pointer else { throw StoreError(.invalidArgument, "store is NULL") }
-        return Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+        let result = Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(pointer))
+            ._withUnsafeGuaranteedRef { handle in
+                Result { () throws(StoreError) -> T in try body(handle) }
+            }
+        return try result.get()
     }
 
     /// Registers a C observer; it is called with this handle as its `rdx_store *`.
@@ -58,7 +83,7 @@ final class CStoreHandle: Sendable {
             function: observer, context: context,
             store: OpaquePointer(Unmanaged.passUnretained(self).toOpaque()))
         let name = name.map { StoreNotification.Name(String(cString: $0)) }
-        let token = backend.addObserver(name: name) { notification in call(notification) }
+        let token = addStoreObserver(name: name) { notification in call(notification) }
         tokens.withLock { _ = $0.insert(token) }
         return token
     }
@@ -66,7 +91,7 @@ final class CStoreHandle: Sendable {
     /// Removes an observer registered through this handle; `false` for any other token.
     func removeObserver(_ token: ObserverToken) -> Bool {
         guard tokens.withLock({ $0.remove(token) }) != nil else { return false }
-        return backend.removeObserver(token)
+        return removeStoreObserver(token)
     }
 }
 

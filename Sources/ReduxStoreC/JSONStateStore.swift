@@ -42,7 +42,7 @@ final class JSONCTree: Codable, JSONCTreeRepresentable, @unchecked Sendable {
 }
 
 /// A store created from C: a `Store<JSONCTree>` whose one Swift reducer calls the C reducers.
-final class JSONStateStore: CStoreBackend {
+final class JSONStateStore: CStoreHandle, @unchecked Sendable {
     let store: Store<JSONCTree>
 
     init(state: JSONCTree, version: UInt64, reducers: [rdx_reducer]) {
@@ -51,7 +51,7 @@ final class JSONStateStore: CStoreBackend {
                       adopting: state, version: version)
     }
 
-    func dispatch(
+    override func dispatch(
         identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
     ) throws(StoreError) {
         if enqueue || store.isInsideReducer {
@@ -63,30 +63,39 @@ final class JSONStateStore: CStoreBackend {
         }
     }
 
-    func currentState() throws(StoreError) -> OpaquePointer? {
+    override func currentState() throws(StoreError) -> OpaquePointer? {
         try store.withLockedState { (state, _) throws(StoreError) in try state.makeJSONCObject() }
     }
 
-    var version: UInt64 { store.version }
-    func flush() { store.flush() }
+    override var version: UInt64 { store.version }
+    override func flush() { store.flush() }
 
-    func addObserver(
+    override func addStoreObserver(
         name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         store.addObserver(named: name, queue: nil, using: block)
     }
 
-    func removeObserver(_ token: ObserverToken) -> Bool { store.removeObserver(token) }
+    override func removeStoreObserver(_ token: ObserverToken) -> Bool {
+        store.removeObserver(token)
+    }
 
-    func save(to path: String) throws(StoreError) { try store.save(to: path) }
+    override func save(to path: String) throws(StoreError) { try store.save(to: path) }
 }
 
-/// The C reducers of a store, called in order for every action.
-struct CReducers: @unchecked Sendable {
-    // @unchecked: C promised its reducers may be called from any thread, one at a time.
-    let reducers: [rdx_reducer]
+/// The C reducers of a store, called in order for every action. A buffer this object owns, not
+/// an array, so walking it costs no retain and release.
+final class CReducers: @unchecked Sendable {
+    // @unchecked: immutable; C promised its reducers may be called from any thread, one at a
+    // time.
+    let reducers: UnsafeMutableBufferPointer<rdx_reducer>
 
-    init(_ reducers: [rdx_reducer]) { self.reducers = reducers }
+    init(_ reducers: [rdx_reducer]) {
+        self.reducers = .allocate(capacity: reducers.count)
+        _ = self.reducers.initialize(from: reducers)
+    }
+
+    deinit { reducers.deallocate() }
 
     func apply(to state: JSONCTree, _ action: any Action) {
         if let action = action.asCAction {

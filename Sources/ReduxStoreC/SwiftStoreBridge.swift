@@ -40,12 +40,12 @@ extension Store {
     /// - Parameter actions: the typed actions payloads are decoded into, by identifier.
     /// - Returns: the `rdx_store *`, as Swift imports the C type.
     public func makeCStore(actions: CActionTypes = CActionTypes()) -> OpaquePointer {
-        CStoreHandle(SwiftStoreBackend(store: self, actions: actions)).retainedPointer()
+        SwiftStoreHandle(store: self, actions: actions).retainedPointer()
     }
 }
 
 /// A Swift store reached from C.
-final class SwiftStoreBackend<State: Codable>: CStoreBackend {
+final class SwiftStoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
     let store: Store<State>
     let actions: CActionTypes
 
@@ -54,7 +54,7 @@ final class SwiftStoreBackend<State: Codable>: CStoreBackend {
         self.actions = actions
     }
 
-    func dispatch(
+    override func dispatch(
         identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
     ) throws(StoreError) {
         let name = String(cString: identifier)
@@ -75,28 +75,30 @@ final class SwiftStoreBackend<State: Codable>: CStoreBackend {
             action = JSONAction(identifier: name, payload: value)
         }
         if enqueue {
-            store.enqueueAction(action)
+            store.enqueue(erased: action)
         } else {
-            store.dispatchAction(action)
+            store.dispatch(erased: action)
         }
     }
 
-    func currentState() throws(StoreError) -> OpaquePointer? {
+    override func currentState() throws(StoreError) -> OpaquePointer? {
         try store.withLockedState { (state, _) throws(StoreError) in
             try JSONCEncoder().encode(state)
         }
     }
 
-    var version: UInt64 { store.version }
-    func flush() { store.flush() }
+    override var version: UInt64 { store.version }
+    override func flush() { store.flush() }
 
-    func addObserver(
+    override func addStoreObserver(
         name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         store.addObserver(named: name, queue: nil, using: block)
     }
 
-    func removeObserver(_ token: ObserverToken) -> Bool { store.removeObserver(token) }
+    override func removeStoreObserver(_ token: ObserverToken) -> Bool {
+        store.removeObserver(token)
+    }
 
-    func save(to path: String) throws(StoreError) { try store.save(to: path) }
+    override func save(to path: String) throws(StoreError) { try store.save(to: path) }
 }

@@ -114,6 +114,15 @@ struct StoreDispatchTests {
         box.store = nil
     }
 
+    @Test("a JSONAction fits an existential's inline buffer: dispatching one without a payload allocates nothing")
+    func jsonActionSize() {
+        #expect(MemoryLayout<JSONAction>.size <= 3 * MemoryLayout<Int>.size)
+        #expect(JSONAction(identifier: "a", payload: [1, "b"]).payload == [1, "b"])
+        #expect(JSONAction(identifier: "a").payload == nil)
+        #expect(JSONAction(identifier: "a", payload: [1]) == JSONAction(identifier: "a", payload: [1]))
+        #expect(JSONAction(identifier: "a", payload: [1]) != JSONAction(identifier: "a", payload: [2]))
+    }
+
     @Test("a JSONAction's payload decodes into a typed value, errors name the path")
     func jsonActionPayload() throws {
         struct Add: Decodable, Equatable { var amount: Int; var tags: [String] }

@@ -67,7 +67,8 @@ final class ObserverEntry: @unchecked Sendable {
         waitMutex.deallocate()
     }
 
-    var isRemoved: Bool { calls.load(ordering: .acquiring) & Self.removedBit != 0 }
+    /// Whether the observer was removed (a sequentially consistent load: see `Store.callFast`).
+    var isRemoved: Bool { calls.load(ordering: .sequentiallyConsistent) & Self.removedBit != 0 }
 
     /// Whether this observer is to hear `notification`.
     @inline(__always)
@@ -86,20 +87,33 @@ final class ObserverEntry: @unchecked Sendable {
     }
 
     /// Calls the block unless the observer was removed; the call is counted so a remover on
-    /// another thread can wait for it.
+    /// another thread can wait for it, and recorded in this thread's context so a remover on
+    /// this thread (the observer itself) does not.
     func invoke(_ notification: StoreNotification) {
-        var current = calls.load(ordering: .relaxed)
-        while true {
-            if current & Self.removedBit != 0 { return }
-            let (exchanged, original) = calls.compareExchange(
-                expected: current, desired: current + 1, ordering: .acquiring)
-            if exchanged { break }
-            current = original
-        }
+        guard beginCall() else { return }
         let context = ThreadContext.current
         context.pointee.calling.append(ObjectIdentifier(self))
         block(notification)
         context.pointee.calling.removeLast()
+        endCall()
+    }
+
+    /// Counts a call in, unless the observer was removed: one compare-and-swap.
+    @inline(__always)
+    private func beginCall() -> Bool {
+        var current = calls.load(ordering: .relaxed)
+        while true {
+            if current & Self.removedBit != 0 { return false }
+            let (exchanged, original) = calls.compareExchange(
+                expected: current, desired: current + 1, ordering: .acquiring)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    /// Counts a call out, and wakes a remover waiting for it.
+    @inline(__always)
+    private func endCall() {
         let after = calls.wrappingSubtract(1, ordering: .releasing).newValue
         if after & Self.removedBit != 0 {
             pthread_mutex_lock(waitMutex)
@@ -131,25 +145,51 @@ final class ObserverEntry: @unchecked Sendable {
         }
     }
 
-    /// Marks the observer removed so that no call begins any more, then waits until the calls
-    /// running on other threads ended. Calls running on this thread (the observer removing
-    /// itself from inside its own block) are not waited for.
+    /// Marks the observer removed: no counted call begins any more, and the store's fast path
+    /// reads the flag before each call.
     ///
-    /// - Parameter wait: `false` inside a reducer, where waiting for another thread's call could
-    ///   deadlock with that call dispatching to the same store.
     /// - Returns: `false` if it was already removed.
-    @discardableResult
-    func markRemoved(wait: Bool) -> Bool {
-        let before = calls.bitwiseOr(Self.removedBit, ordering: .acquiringAndReleasing).oldValue
-        guard before & Self.removedBit == 0 else { return false }
-        guard wait else { return true }
+    func markRemoved() -> Bool {
+        let before = calls.bitwiseOr(Self.removedBit, ordering: .sequentiallyConsistent).oldValue
+        return before & Self.removedBit == 0
+    }
+
+    /// Waits until the counted calls running on other threads ended; calls running on this thread
+    /// (the observer removing itself from inside its own block) are not waited for.
+    func waitForCountedCalls() {
         let own = UInt64(ThreadContext.current.pointee.callCount(of: ObjectIdentifier(self)))
-        if calls.load(ordering: .acquiring) & ~Self.removedBit <= own { return true }
+        if calls.load(ordering: .acquiring) & ~Self.removedBit <= own { return }
         pthread_mutex_lock(waitMutex)
         while calls.load(ordering: .acquiring) & ~Self.removedBit > own {
             pthread_cond_wait(waitCondition, waitMutex)
         }
         pthread_mutex_unlock(waitMutex)
-        return true
+    }
+
+    /// Waits while `condition` holds: for a call on a store's fast path to end. The caller of
+    /// that call wakes waiters after it; a wake-up that races past is covered by waking every
+    /// millisecond to check again.
+    func waitWhile(_ condition: () -> Bool) {
+        guard condition() else { return }
+        pthread_mutex_lock(waitMutex)
+        while condition() {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            var deadline = now
+            deadline.tv_nsec += 1_000_000
+            if deadline.tv_nsec >= 1_000_000_000 {
+                deadline.tv_sec += 1
+                deadline.tv_nsec -= 1_000_000_000
+            }
+            pthread_cond_timedwait(waitCondition, waitMutex, &deadline)
+        }
+        pthread_mutex_unlock(waitMutex)
+    }
+
+    /// Wakes removers waiting in ``waitWhile(_:)`` or ``waitForCountedCalls()``.
+    func wakeWaiters() {
+        pthread_mutex_lock(waitMutex)
+        pthread_cond_broadcast(waitCondition)
+        pthread_mutex_unlock(waitMutex)
     }
 }

@@ -61,7 +61,7 @@ struct DeliveryFrame {
 /// One notification and the observers that were registered when its action was applied.
 struct NotificationRound {
     let notification: StoreNotification
-    let observers: [ObserverEntry]
+    let observers: ObserverList
 }
 
 /// The pthread key of ``ThreadContext``; its destructor frees the context when a thread exits.

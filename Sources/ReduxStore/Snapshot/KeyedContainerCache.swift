@@ -31,20 +31,22 @@ struct KeyedContainerCache {
     let boxes: UnsafeMutablePointer<AnyObject>
     let targets: UnsafeMutablePointer<CachedTarget>
 
-    /// A cache for depths 0...maximumNestingDepth + 1. Only `types` is initialized (to nil).
-    init(ways: Int, memory: UnsafeMutableRawPointer? = nil) {
+    /// A cache for depths `0..<depths` (by default 0...maximumNestingDepth + 1). Only `types`
+    /// is initialized (to nil).
+    init(ways: Int, depths: Int = StoreLimits.maximumNestingDepth + 2,
+         memory: UnsafeMutableRawPointer? = nil) {
         self.ways = ways
-        capacity = (StoreLimits.maximumNestingDepth + 2) * ways
+        capacity = depths * ways
         let raw = memory ?? UnsafeMutableRawPointer.allocate(
-            byteCount: Self.byteCount(ways: ways), alignment: 16)
+            byteCount: Self.byteCount(ways: ways, depths: depths), alignment: 16)
         types = raw.bindMemory(to: ObjectIdentifier?.self, capacity: capacity)
         boxes = (raw + capacity * 8).bindMemory(to: AnyObject.self, capacity: capacity)
         targets = (raw + capacity * 16).bindMemory(to: CachedTarget.self, capacity: capacity)
         types.initialize(repeating: nil, count: capacity)
     }
 
-    static func byteCount(ways: Int) -> Int {
-        (StoreLimits.maximumNestingDepth + 2) * ways * (16 + MemoryLayout<CachedTarget>.stride)
+    static func byteCount(ways: Int, depths: Int = StoreLimits.maximumNestingDepth + 2) -> Int {
+        depths * ways * (16 + MemoryLayout<CachedTarget>.stride)
     }
 
     /// Releases the cached boxes (keeps the memory).

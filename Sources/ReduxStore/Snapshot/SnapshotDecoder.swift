@@ -13,9 +13,10 @@ package enum SnapshotDecoder {
     /// are new instances, collections new buffers (strings, being immutable values, may share
     /// their character storage). Cost: O(number of JSON values) plus what `T`'s own
     /// `init(from:)` allocates; a keyed lookup is O(1) when keys are asked in encoding order
-    /// (as synthesized `Decodable` does) and a scan of the object otherwise. Each call uses about
-    /// 23 KB of scratch memory (key cursors and cached keyed containers, one set per nesting
-    /// depth), so the keyed container of a type is allocated once per decode, not once per value.
+    /// (as synthesized `Decodable` does) and a scan of the object otherwise. Each call uses
+    /// a few dozen bytes of scratch memory per nesting depth of the tape (key cursors and cached
+    /// keyed containers), so the keyed container of a type is allocated once per decode, not once
+    /// per value.
     ///
     /// - Throws: ``StoreError`` of kind `.decode` whose message names the coding path,
     ///   e.g. `items[3].title: expected String, found number`.
@@ -24,16 +25,21 @@ package enum SnapshotDecoder {
         guard buffer.pointee.slotCount > 0 else {
             throw StoreError(.decode, "the snapshot is empty: nothing was encoded into it")
         }
+        // Scratch per nesting depth, for the depths this tape has (a small state's fits on the
+        // stack; sizing it by the limit would put ~20 KB on the heap for every decode).
+        let depths = min(buffer.pointee.deepestContainer, StoreLimits.maximumNestingDepth) + 2
         do {
             return try withExtendedLifetime(tape) {
                 try withUnsafeTemporaryAllocation(
-                    byteCount: hintCount * MemoryLayout<KeyHint>.stride + KeyedContainerCache.byteCount(ways: cacheWays),
+                    byteCount: depths * MemoryLayout<KeyHint>.stride
+                        + KeyedContainerCache.byteCount(ways: cacheWays, depths: depths),
                     alignment: 16
                 ) { memory in
-                    let hints = memory.baseAddress.unsafelyUnwrapped.bindMemory(to: KeyHint.self, capacity: hintCount)
-                    hints.initialize(repeating: KeyHint(container: 0, next: 0), count: hintCount)
+                    let hints = memory.baseAddress.unsafelyUnwrapped.bindMemory(to: KeyHint.self, capacity: depths)
+                    hints.initialize(repeating: KeyHint(container: 0, next: 0), count: depths)
                     let cache = KeyedContainerCache(
-                        ways: cacheWays, memory: memory.baseAddress.unsafelyUnwrapped + hintCount * MemoryLayout<KeyHint>.stride)
+                        ways: cacheWays, depths: depths,
+                        memory: memory.baseAddress.unsafelyUnwrapped + depths * MemoryLayout<KeyHint>.stride)
                     defer { cache.releaseBoxes() }
                     var session = DecodeSession(
                         slots: buffer.pointee.slots, strings: buffer.pointee.strings,
@@ -48,8 +54,6 @@ package enum SnapshotDecoder {
         }
     }
 
-    /// One cursor per nesting depth (depths are 1...maximumNestingDepth).
-    static let hintCount = StoreLimits.maximumNestingDepth + 2
     /// Cached keyed containers per depth and key type.
     static let cacheWays = 2
 }

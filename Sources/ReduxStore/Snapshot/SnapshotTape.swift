@@ -93,6 +93,9 @@ struct TapeBuffer {
     var stringCapacity: Int
     /// The first container created past ``StoreLimits/maximumNestingDepth``, or -1.
     var tooDeep: Int
+    /// The deepest nesting depth of a container on the tape: the decoder sizes its per-depth
+    /// scratch by it rather than by the limit.
+    var deepestContainer: Int
     /// The encoder's container cache, set while an encode runs.
     var cache: KeyedContainerCache?
 
@@ -104,6 +107,7 @@ struct TapeBuffer {
         strings = .allocate(capacity: stringCapacity)
         stringCount = 0
         tooDeep = -1
+        deepestContainer = 0
         cache = nil
     }
 
@@ -113,6 +117,7 @@ struct TapeBuffer {
         stringCount = 0
         slotCount = 0
         tooDeep = -1
+        deepestContainer = 0
     }
 
     mutating func free() {
@@ -188,6 +193,7 @@ struct TapeBuffer {
         p.pointee.info = (p.pointee.info & ~0xFF) | tag.rawValue
         p.pointee.payload = 0
         p.pointee.first = 0
+        if Int(p.pointee.depth) > deepestContainer { deepestContainer = Int(p.pointee.depth) }
         if p.pointee.depth > StoreLimits.maximumNestingDepth && tooDeep < 0 { tooDeep = Int(node) }
     }
 }
