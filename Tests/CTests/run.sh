@@ -9,7 +9,8 @@
 # 3. checks every rdx_ function the header declares is exported by libreduxstore.so;
 # 4. compiles each Tests/CTests/test_*.c, runs it, then runs it again under valgrind (definite
 #    leaks and invalid reads/writes fail; the Swift runtime's possibly-lost and still-reachable
-#    blocks do not). RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind.
+#    blocks do not). RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind;
+# 5. compiles each again with AddressSanitizer (LeakSanitizer on) and runs it.
 #
 # The last line sums every CHECK of every run (normal and valgrind) as "N passed, N failed"; a
 # step that is not a CHECK (a header or export check, a compile, a crash, valgrind errors) counts
@@ -167,6 +168,19 @@ for name in "${built[@]}"; do
         valgrind "${valgrind_flags[@]}" "$out/$name"
     summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
     echo "      valgrind: $summary"
+done
+
+echo "== running under AddressSanitizer (LeakSanitizer on)"
+for name in "${built[@]}"; do
+    if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$name.c" \
+        -o "$out/$name.asan" -L"$bin" -lreduxstore -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
+        2>"$out/$name.asan.compile.log"; then
+        ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 \
+            run_program "$name (AddressSanitizer)" "$out/$name.asan.log" "$out/$name.asan"
+    else
+        cat "$out/$name.asan.compile.log" >&2
+        fail "compile $name with AddressSanitizer"
+    fi
 done
 
 echo

@@ -265,6 +265,25 @@ struct StoreObserverTests {
         #expect(heard.count == 0)
     }
 
+    @Test("a queued notification still pending when the store is released is delivered, safely")
+    func queuedAfterRelease() {
+        let queue = DispatchQueue(label: "test.released")
+        let gate = Flag()
+        queue.async { _ = gate.wait() }
+        let heard = Recorder<UInt64>()
+        weak var released: Store<CounterState>?
+        do {
+            let store = Store(reducers: [counterReducer], state: CounterState())
+            released = store
+            store.addObserver(queue: queue) { heard.append($0.version) }
+            store.dispatchAction(CounterAction.increment)
+        }
+        #expect(released == nil)
+        gate.raise()
+        queue.sync {}
+        #expect(heard.all == [1])
+    }
+
     @Test("notifications() is an async sequence of the store's notifications")
     func asyncSequence() async {
         let store = Store(reducers: [counterReducer], state: CounterState())
