@@ -37,13 +37,7 @@ public func rdx_store_open(
 public func rdx_store_dispatch_action(
     _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
 ) -> rdx_status {
-    status { () throws(StoreError) in
-        try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            let identifier = try CInput.identifier(identifier)
-            try CInput.tree(payload, "payload")
-            try handle.dispatch(identifier: identifier, payload: payload, enqueue: false)
-        }
-    }
+    dispatchFromC(store, identifier, payload, enqueue: false)
 }
 
 @c @implementation
@@ -63,13 +57,7 @@ public func rdx_store_dispatch_json(
 public func rdx_store_enqueue_action(
     _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
 ) -> rdx_status {
-    status { () throws(StoreError) in
-        try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            let identifier = try CInput.identifier(identifier)
-            try CInput.tree(payload, "payload")
-            try handle.dispatch(identifier: identifier, payload: payload, enqueue: true)
-        }
-    }
+    dispatchFromC(store, identifier, payload, enqueue: true)
 }
 
 @c @implementation
@@ -174,6 +162,21 @@ public func rdx_last_error() -> UnsafePointer<CChar>? {
 @c @implementation
 public func rdx_version() -> UnsafePointer<CChar>? {
     StaticText.pointer("0.1.0")
+}
+
+/// `rdx_store_dispatch_action` and `rdx_store_enqueue_action`: the arguments checked, then the
+/// action applied or queued.
+private func dispatchFromC(
+    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
+    enqueue: Bool
+) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let identifier = try CInput.identifier(identifier)
+            try CInput.tree(payload, "payload")
+            try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue)
+        }
+    }
 }
 
 /// Runs a constructor: a NEW `rdx_store *` and `RDX_OK`, or NULL and the failure's status.

@@ -5,9 +5,9 @@ import Synchronization
 /// The object behind an `rdx_store *`, reference-counted by `rdx_store_retain` and
 /// `rdx_store_release` through `Unmanaged`.
 ///
-/// Each kind of store is a subclass: ``JSONStateStore`` (a store C created around a json-c tree)
-/// and ``SwiftStoreHandle`` (a Swift `Store<State>` handed to C). A C function reaches the
-/// subclass through one virtual call on the borrowed handle: no existential, no retain.
+/// Each kind of store is a subclass of ``StoreHandle``: ``JSONStateStore`` (a store C created
+/// around a json-c tree) and ``SwiftStoreHandle`` (a Swift `Store<State>` handed to C). A C
+/// function reaches it through one virtual call on the borrowed handle: no existential, no retain.
 class CStoreHandle: @unchecked Sendable {
     // @unchecked: the only state is the Mutex-guarded token set; subclasses are Sendable.
 
@@ -112,4 +112,39 @@ struct CObserverCall: @unchecked Sendable {
             }
         }
     }
+}
+
+/// A handle on a `Store<State>`: what every kind of C store does the same way. Subclasses say how
+/// C's actions become the store's.
+class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
+    // @unchecked: `store` is Sendable; the rest is the base class's.
+    let store: Store<State>
+
+    init(store: Store<State>) {
+        self.store = store
+        super.init()
+    }
+
+    /// The state encoded to a new json-c tree, under the store's lock (a json-c state is copied
+    /// as a tree: ``JSONCEncoder`` passes trees straight through).
+    override func currentState() throws(StoreError) -> OpaquePointer? {
+        try store.withLockedState { (state, _) throws(StoreError) in
+            try JSONCEncoder().encode(state)
+        }
+    }
+
+    override var version: UInt64 { store.version }
+    override func flush() { store.flush() }
+
+    override func addStoreObserver(
+        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken {
+        store.addObserver(named: name, queue: nil, using: block)
+    }
+
+    override func removeStoreObserver(_ token: ObserverToken) -> Bool {
+        store.removeObserver(token)
+    }
+
+    override func save(to path: String) throws(StoreError) { try store.save(to: path) }
 }

@@ -42,13 +42,12 @@ final class JSONCTree: Codable, JSONCTreeRepresentable, @unchecked Sendable {
 }
 
 /// A store created from C: a `Store<JSONCTree>` whose one Swift reducer calls the C reducers.
-final class JSONStateStore: CStoreHandle, @unchecked Sendable {
-    let store: Store<JSONCTree>
-
+final class JSONStateStore: StoreHandle<JSONCTree>, @unchecked Sendable {
     init(state: JSONCTree, version: UInt64, reducers: [rdx_reducer]) {
         let reducers = CReducers(reducers)
-        store = Store(reducers: [{ state, action in reducers.apply(to: state, action) }],
-                      adopting: state, version: version)
+        super.init(store: Store(
+            reducers: [{ state, action in reducers.apply(to: state, action) }],
+            adopting: state, version: version))
     }
 
     override func dispatch(
@@ -62,25 +61,6 @@ final class JSONStateStore: CStoreHandle, @unchecked Sendable {
             store.dispatchAction(CAction(borrowing: identifier, payload: payload))
         }
     }
-
-    override func currentState() throws(StoreError) -> OpaquePointer? {
-        try store.withLockedState { (state, _) throws(StoreError) in try state.makeJSONCObject() }
-    }
-
-    override var version: UInt64 { store.version }
-    override func flush() { store.flush() }
-
-    override func addStoreObserver(
-        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
-    ) -> ObserverToken {
-        store.addObserver(named: name, queue: nil, using: block)
-    }
-
-    override func removeStoreObserver(_ token: ObserverToken) -> Bool {
-        store.removeObserver(token)
-    }
-
-    override func save(to path: String) throws(StoreError) { try store.save(to: path) }
 }
 
 /// The C reducers of a store, called in order for every action. A buffer this object owns, not

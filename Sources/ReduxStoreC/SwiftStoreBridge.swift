@@ -45,13 +45,12 @@ extension Store {
 }
 
 /// A Swift store reached from C.
-final class SwiftStoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
-    let store: Store<State>
+final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sendable {
     let actions: CActionTypes
 
     init(store: Store<State>, actions: CActionTypes) {
-        self.store = store
         self.actions = actions
+        super.init(store: store)
     }
 
     override func dispatch(
@@ -80,25 +79,4 @@ final class SwiftStoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable 
             store.dispatch(erased: action)
         }
     }
-
-    override func currentState() throws(StoreError) -> OpaquePointer? {
-        try store.withLockedState { (state, _) throws(StoreError) in
-            try JSONCEncoder().encode(state)
-        }
-    }
-
-    override var version: UInt64 { store.version }
-    override func flush() { store.flush() }
-
-    override func addStoreObserver(
-        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
-    ) -> ObserverToken {
-        store.addObserver(named: name, queue: nil, using: block)
-    }
-
-    override func removeStoreObserver(_ token: ObserverToken) -> Bool {
-        store.removeObserver(token)
-    }
-
-    override func save(to path: String) throws(StoreError) { try store.save(to: path) }
 }
