@@ -51,6 +51,31 @@ let package = Package(
             dependencies: ["ReduxStore"],
             path: "Tests/AutosaveExitCheck"
         ),
+        // libFuzzer harnesses (scripts/fuzz builds them with -sanitize=fuzzer,address and
+        // -DFUZZING). Built plainly, each replays the files of the folders it is given instead.
+        // Their shared entry point:
+        .target(
+            name: "FuzzSupport",
+            path: "Tests/Fuzz/Support"
+        ),
+        // rdx_store_dispatch_json on a C store and on a Swift store handed to C.
+        .executableTarget(
+            name: "fuzz-dispatch-json",
+            dependencies: ["FuzzSupport", "ReduxStoreC", "ReduxStore", "CReduxStoreAPI", "CJSONC"],
+            path: "Tests/Fuzz/DispatchJSON"
+        ),
+        // rdx_store_open on arbitrary file bytes, then snapshot, dispatch, save, reopen.
+        .executableTarget(
+            name: "fuzz-open-file",
+            dependencies: ["FuzzSupport", "ReduxStoreC", "ReduxStore", "CReduxStoreAPI", "CJSONC"],
+            path: "Tests/Fuzz/OpenFile"
+        ),
+        // JSONCDecoder on arbitrary json-c trees, into a nested Decodable type and JSONValue.
+        .executableTarget(
+            name: "fuzz-jsonc-decoder",
+            dependencies: ["FuzzSupport", "ReduxStore", "CJSONC"],
+            path: "Tests/Fuzz/JSONCDecoder"
+        ),
         // Fakes and fixtures shared by the test suites.
         .target(
             name: "ReduxStoreTestSupport",

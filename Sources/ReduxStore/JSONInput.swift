@@ -48,8 +48,10 @@ package enum JSONInput {
     /// One walk over the tree with no allocation; the path of a problem is worked out only when
     /// there is one.
     ///
-    /// - Parameter containersAbove: containers around the tree in the input it came in (the
-    ///   action object around a payload parsed from action text).
+    /// - Parameters:
+    ///   - name: what the tree is, for messages (`payload`); `""` when the caller names it.
+    ///   - containersAbove: containers around the tree in the input it came in (the action
+    ///     object around a payload parsed from action text).
     package static func tree(_ object: OpaquePointer?, _ name: String, containersAbove: Int = 0)
         throws(StoreError)
     {
@@ -60,7 +62,8 @@ package enum JSONInput {
         switch problem.kind {
         case .tooDeep:
             let note = containersAbove > 0 ? " (the action object around it counts as one)" : ""
-            throw StoreError(.limit, "\(name) is nested deeper than \(limit) levels\(note)")
+            let what = name.isEmpty ? "the value" : name
+            throw StoreError(.limit, "\(what) is nested deeper than \(limit) levels\(note)")
         case .nonFinite:
             let path = CodingPath.join(name, self.path(to: problem.node, in: object) ?? "")
             throw StoreError(.decode, codingPath: path, detail: "non-finite number is not valid JSON")

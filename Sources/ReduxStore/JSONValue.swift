@@ -30,8 +30,10 @@ extension JSONValue: ExpressibleByBooleanLiteral,
 
 extension JSONValue: Codable {
     public init(from decoder: any Decoder) throws {
-        // Objects and arrays first: asking a scalar container of them would fail anyway.
-        if let object = try? decoder.container(keyedBy: AnyCodingKey.self) {
+        // Objects and arrays first: asking a scalar container of them would fail anyway. Only a
+        // mismatch (or a null) means "not this kind"; any other error (a limit, say) is the
+        // answer.
+        if let object = try Self.attempt({ try decoder.container(keyedBy: AnyCodingKey.self) }) {
             var result: [String: JSONValue] = [:]
             result.reserveCapacity(object.allKeys.count)
             for key in object.allKeys {
@@ -40,7 +42,7 @@ extension JSONValue: Codable {
             self = .object(result)
             return
         }
-        if var array = try? decoder.unkeyedContainer() {
+        if var array = try Self.attempt({ try decoder.unkeyedContainer() }) {
             var result: [JSONValue] = []
             if let count = array.count { result.reserveCapacity(count) }
             while !array.isAtEnd { result.append(try array.decode(JSONValue.self)) }
@@ -60,6 +62,17 @@ extension JSONValue: Codable {
             self = .double(double)
         } else {
             self = .string(try value.decode(String.self))
+        }
+    }
+
+    /// The container `make` opens, or nil when the value is of another kind.
+    private static func attempt<C>(_ make: () throws -> C) throws -> C? {
+        do {
+            return try make()
+        } catch DecodingError.typeMismatch {
+            return nil
+        } catch DecodingError.valueNotFound {
+            return nil  // null
         }
     }
 

@@ -75,8 +75,8 @@ final class Autosaver: Sendable {
     nonisolated(unsafe) var token: ObserverToken?
 
     /// Guarded by its mutex: what the observer and the queue share.
-    private let state = Mutex<Progress>(Progress())
-    let lastError = Mutex<StoreError?>(nil)
+    private let state = Locked<Progress>(Progress())
+    let lastError = Locked<StoreError?>(nil)
 
     private struct Progress {
         var actionsSinceSave = 0
@@ -162,7 +162,7 @@ final class Autosaver: Sendable {
 
     // MARK: Saving at exit
 
-    private static let live = Mutex<[ObjectIdentifier: Autosaver]>([:])
+    private static let live = Locked<[ObjectIdentifier: Autosaver]>([:])
     private static let exitHookInstalled = Atomic<Bool>(false)
 
     static func registerForExit(_ saver: Autosaver) {

@@ -44,7 +44,7 @@ package enum StoreFile {
     static let formatVersion: Int64 = 1
 
     /// Saves in one process are serialized, so two saves to one path never share the temporary.
-    private static let saving = Mutex<Void>(())
+    private static let saving = Locked<Void>(())
 
     /// Writes `{"reduxstore": 1, "version": version, "state": state}` atomically. Takes
     /// ownership of `state` (a json-c tree, NULL for null).
@@ -88,11 +88,13 @@ package enum StoreFile {
             throw StoreError(.corrupt, "\(path): not a saved state: \(formatKey): expected \(formatVersion)")
         }
         var versionNode: OpaquePointer?
+        // json-c clamps what it cannot hold, so both readings must agree: 0 ..< 2^63.
         guard json_object_object_get_ex(root, "version", &versionNode) != 0,
               json_object_get_type(versionNode) == json_type_int,
-              json_object_get_int64(versionNode) >= 0
+              json_object_get_int64(versionNode) >= 0,
+              json_object_get_uint64(versionNode) <= UInt64(Int64.max) - 1
         else {
-            throw StoreError(.corrupt, "\(path): not a saved state: version: expected a whole number from 0")
+            throw StoreError(.corrupt, "\(path): not a saved state: version: expected a whole number from 0 to 2^63 - 2")
         }
         let version = json_object_get_uint64(versionNode)
         var stateNode: OpaquePointer?

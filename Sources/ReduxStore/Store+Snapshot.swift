@@ -31,27 +31,32 @@ extension Store {
     /// - Throws: ``StoreError`` of kind ``StoreError/Kind/decode`` naming the coding path.
     public func snapshot() throws(StoreError) -> State {
         let tape = try encodedSnapshot()
+        defer { tape.readers.wrappingSubtract(1, ordering: .releasing) }
         return try SnapshotDecoder.decode(State.self, from: tape)
     }
 
-    /// The tape of the current state and its version: the kept one if the version did not change.
-    /// Inside a reducer, a fresh tape of the state as it is now.
+    /// The tape of the current state, counted as read (the caller decrements `readers` with
+    /// release ordering when done): the kept one if the version did not change. Inside a
+    /// reducer, a fresh tape of the state as it is now.
     package func encodedSnapshot() throws(StoreError) -> SnapshotTape {
         if isInsideReducer {
             let tape = SnapshotTape()
             try core.pointee.encoder.encode(state.pointee, into: tape)
+            tape.readers.wrappingAdd(1, ordering: .relaxed)
             return tape
         }
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let core = self.core
         if let tape = core.pointee.tape, core.pointee.tapeVersion == core.pointee.version {
+            tape.readers.wrappingAdd(1, ordering: .relaxed)
             return tape
         }
         // Reuse the kept tape's storage when no reader holds it any more.
         let tape: SnapshotTape
-        if isKnownUniquelyReferenced(&core.pointee.tape), let kept = core.pointee.tape {
-            tape = kept
+        if core.pointee.tape?.readers.load(ordering: .acquiring) == 0,
+           isKnownUniquelyReferenced(&core.pointee.tape) {
+            tape = core.pointee.tape!
         } else {
             tape = SnapshotTape()
         }
@@ -59,6 +64,7 @@ extension Store {
         try core.pointee.encoder.encode(state.pointee, into: tape)
         core.pointee.tape = tape
         core.pointee.tapeVersion = core.pointee.version
+        tape.readers.wrappingAdd(1, ordering: .relaxed)
         return tape
     }
 }

@@ -60,7 +60,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// What only the fast path's owner touches: its pending rounds and the observer it calls.
     let delivery: UnsafeMutablePointer<DeliveryState>
     /// The running autosave, if any (``startAutosave(to:policy:onError:)``).
-    let autosaver = Mutex<Autosaver?>(nil)
+    let autosaver = Locked<Autosaver?>(nil)
 
     /// Creates a store with its reducers and initial state (ReduxObjC's `initWithReducers:state:`).
     ///
@@ -86,16 +86,27 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     /// Creates a store that takes `state` as it is (no copy) and starts at `version`: for callers
     /// that made the state themselves (a restored file, a C program's deep-copied tree).
-    package init(
+    package convenience init(
         reducers: [Reducer<State>], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder()
     ) {
+        self.init(
+            erasedReducers: reducers.map { reducer in
+                { address, action in
+                    reducer(&address.assumingMemoryBound(to: State.self).pointee, action)
+                }
+            },
+            adopting: state, version: version, encoder: encoder)
+    }
+
+    /// Creates a store whose reducers take the state's address, for callers that need not reach
+    /// the state through its Swift type (the C face's reducers work on the json-c tree itself).
+    package init(
+        erasedReducers reducers: [ErasedReducer], adopting state: State, version: UInt64,
+        encoder: SnapshotEncoder = SnapshotEncoder()
+    ) {
         self.reducers = .allocate(capacity: reducers.count)
-        _ = self.reducers.initialize(from: reducers.map { reducer in
-            { address, action in
-                reducer(&address.assumingMemoryBound(to: State.self).pointee, action)
-            }
-        })
+        _ = self.reducers.initialize(from: reducers)
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -144,7 +155,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
 /// A reducer erased to a function of the state's address (the store's `state` pointer). Not
 /// `@Sendable` itself: the store keeps them immutable and calls them under its lock only.
-typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
+package typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
 
 /// Everything of a store that changes with each action, but the state itself: kept together
 /// behind one pointer and the store's lock. Not generic, so reaching a field costs no metadata.

@@ -13,7 +13,7 @@ class CStoreHandle: @unchecked Sendable {
 
     /// The observers C registered through this handle. They are removed when the handle goes, so
     /// a Swift store that outlives its C handle never calls C with a freed `rdx_store *`.
-    private let tokens = Mutex<Set<ObserverToken>>([])
+    private let tokens = Locked<Set<ObserverToken>>([])
 
     init() {}
 

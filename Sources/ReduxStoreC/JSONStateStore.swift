@@ -12,8 +12,10 @@ final class JSONCTree: Codable, JSONCTreeRepresentable, @unchecked Sendable {
 
     deinit { json_object_put(object) }
 
-    /// A tree of the caller's own: a deep copy of `object` (borrowed).
+    /// A tree of the caller's own: a deep copy of `object` (borrowed), which must keep the rules
+    /// of JSON input (nesting depth, no non-finite number): it may come from a saved file.
     init(jsonCObject object: OpaquePointer?) throws(StoreError) {
+        try JSONInput.tree(object, "")
         self.object = try JSONCTree.deepCopy(object)
     }
 
@@ -44,9 +46,11 @@ final class JSONCTree: Codable, JSONCTreeRepresentable, @unchecked Sendable {
 /// A store created from C: a `Store<JSONCTree>` whose one Swift reducer calls the C reducers.
 final class JSONStateStore: StoreHandle<JSONCTree>, @unchecked Sendable {
     init(state: JSONCTree, version: UInt64, reducers: [rdx_reducer]) {
-        let reducers = CReducers(reducers)
+        // The C reducers work on the tree's root, which never changes (they mutate it in place):
+        // one call straight to them per action, without going through the Swift state.
+        let reducers = CReducers(reducers, root: state.object)
         super.init(store: Store(
-            reducers: [{ state, action in reducers.apply(to: state, action) }],
+            erasedReducers: [{ _, action in reducers.apply(action) }],
             adopting: state, version: version))
     }
 
@@ -69,18 +73,21 @@ final class CReducers: @unchecked Sendable {
     // @unchecked: immutable; C promised its reducers may be called from any thread, one at a
     // time.
     let reducers: UnsafeMutableBufferPointer<rdx_reducer>
+    /// The state tree's root, owned by the store's ``JSONCTree``.
+    let root: OpaquePointer?
 
-    init(_ reducers: [rdx_reducer]) {
+    init(_ reducers: [rdx_reducer], root: OpaquePointer?) {
         self.reducers = .allocate(capacity: reducers.count)
         _ = self.reducers.initialize(from: reducers)
+        self.root = root
     }
 
     deinit { reducers.deallocate() }
 
-    func apply(to state: JSONCTree, _ action: any Action) {
+    func apply(_ action: any Action) {
         if let action = action.asCAction {
             for reducer in reducers {
-                reducer.reduce!(state.object, action.identifierPointer, action.payload, reducer.context)
+                reducer.reduce!(root, action.identifierPointer, action.payload, reducer.context)
             }
             return
         }
@@ -89,7 +96,7 @@ final class CReducers: @unchecked Sendable {
         defer { json_object_put(payload) }
         action.identifier.withCString { identifier in
             for reducer in reducers {
-                reducer.reduce!(state.object, identifier, payload, reducer.context)
+                reducer.reduce!(root, identifier, payload, reducer.context)
             }
         }
     }

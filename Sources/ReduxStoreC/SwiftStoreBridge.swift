@@ -58,7 +58,7 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
     ) throws(StoreError) {
         let name = String(cString: identifier)
         let action: any Action
-        if let decode = actions.decoders[name] {
+        if !actions.decoders.isEmpty, let decode = actions.decoders[name] {
             do {
                 action = try decode(payload)
             } catch {

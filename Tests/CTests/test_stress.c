@@ -77,7 +77,7 @@ static void *dispatcher(void *argument)
 static void *reader(void *argument)
 {
     struct worker *worker = argument;
-    while (before_deadline()) {
+    do { /* at least once: under valgrind a thread may start after the deadline */
         json_object *state = rdx_store_current_state(worker->store);
         int64_t sum = 0;
         json_object *threads = json_object_object_get(state, "threads");
@@ -90,7 +90,7 @@ static void *reader(void *argument)
         }
         json_object_put(state);
         worker->count++;
-    }
+    } while (before_deadline());
     return NULL;
 }
 
@@ -105,13 +105,13 @@ static void ignore(rdx_store *store, const char *name, uint64_t version, void *c
 static void *churner(void *argument)
 {
     struct worker *worker = argument;
-    while (before_deadline()) {
+    do { /* at least once: under valgrind a thread may start after the deadline */
         uint64_t token = rdx_store_add_observer(worker->store, NULL, ignore, NULL);
         if (token == 0 || rdx_store_remove_observer(worker->store, token) != RDX_OK) {
             worker->problems++;
         }
         worker->count++;
-    }
+    } while (before_deadline());
     return NULL;
 }
 

@@ -69,7 +69,7 @@ public final class TodoList: Codable, @unchecked Sendable {
 
 /// A thread-safe list of what happened, for asserting orders across threads.
 public final class Recorder<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
+    private let items = Locked<[Element]>([])
     public init() {}
     public func append(_ item: Element) { items.withLock { $0.append(item) } }
     public var all: [Element] { items.withLock { $0 } }

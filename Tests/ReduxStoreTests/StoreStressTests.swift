@@ -34,6 +34,18 @@ private var stressSeconds: Double {
     getenv("REDUXSTORE_STRESS_SECONDS").flatMap { Double(String(cString: $0)) } ?? 5
 }
 
+/// The last version each thread saw; counts versions that did not increase.
+private final class VersionOrder: Sendable {
+    private let state = Locked<(last: [UInt: UInt64], outOfOrder: Int)>(([:], 0))
+    func saw(_ version: UInt64, on thread: UInt) {
+        state.withLock { state in
+            if let last = state.last[thread], last >= version { state.outOfOrder += 1 }
+            state.last[thread] = version
+        }
+    }
+    var outOfOrder: Int { state.withLock { $0.outOfOrder } }
+}
+
 @Suite("Stress: dispatchers, readers and observer churn at once")
 struct StoreStressTests {
     @Test("8 dispatching, 2 reading, 2 adding and removing observers: exact totals, whole snapshots")
@@ -41,21 +53,16 @@ struct StoreStressTests {
         let store = Store(reducers: [ledgerReducer], state: Ledger())
         let seconds = stressSeconds
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        let dispatched = Mutex<[Int]>([Int](repeating: 0, count: 8))
+        let dispatched = Locked<[Int]>([Int](repeating: 0, count: 8))
         let snapshots = Tally()
         let torn = Tally()
         let churned = Tally()
-        let outOfOrder = Tally()
         let heard = Tally()
         // A standing observer: on each dispatching thread, versions only increase.
-        let lastSeen = Mutex<[UInt: UInt64]>([:])
+        let order = VersionOrder()
         store.addObserver { note in
             heard.increment()
-            let thread = UInt(pthread_self())
-            lastSeen.withLock { seen in
-                if let last = seen[thread], last >= note.version { outOfOrder.increment() }
-                seen[thread] = note.version
-            }
+            order.saw(note.version, on: UInt(pthread_self()))
         }
 
         onThreads(12) { index in
@@ -97,7 +104,7 @@ struct StoreStressTests {
         #expect(store.version == UInt64(total))
         #expect(heard.count == total)
         #expect(torn.count == 0)
-        #expect(outOfOrder.count == 0)
+        #expect(order.outOfOrder == 0)
         #expect(snapshots.count > 0)
         #expect(churned.count > 0)
         #expect(store.observerCount == 1)

@@ -239,6 +239,12 @@ final class JSONCDecoderImpl: Decoder {
         let double = try JSONC.readDouble(
             node, as: Decimal.self, options.nonConformingFloatDecodingStrategy) { codingPath }
         if double.isNaN { return .nan }
+        // The number's own text first: a double node keeps the digits it was parsed or made
+        // from, which a Double may not hold (19 significant digits, say).
+        if double.isFinite, let text = json_object_get_string(node),
+           let decimal = Decimal(string: String(cString: text)) {
+            return decimal
+        }
         guard double.isFinite, let decimal = Decimal(string: double.description) else {
             throw JSONC.doesNotFit(double.description, Decimal.self, codingPath)
         }

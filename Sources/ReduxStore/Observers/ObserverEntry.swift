@@ -32,7 +32,7 @@ final class ObserverEntry: @unchecked Sendable {
 
     /// For observers with a queue: the newest notification not yet handed to the queue, and
     /// whether a delivery is already scheduled (coalescing).
-    private let queued = Mutex<QueuedDelivery>(QueuedDelivery())
+    private let queued = Locked<QueuedDelivery>(QueuedDelivery())
 
     private struct QueuedDelivery {
         var newest: StoreNotification?

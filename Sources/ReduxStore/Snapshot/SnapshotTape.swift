@@ -1,3 +1,4 @@
+import Synchronization
 // The snapshot tape: one flat, JSON-shaped, in-memory encoding of a Codable value.
 //
 // Layout
@@ -206,6 +207,10 @@ struct TapeBuffer {
 /// not copied).
 package final class SnapshotTape: @unchecked Sendable {
     let buffer: UnsafeMutablePointer<TapeBuffer>
+    /// Decodes running from this tape. A store reuses a kept tape's storage only when this is 0,
+    /// read with acquire ordering: it pairs with each reader's releasing decrement, so the
+    /// reader's last read happens before the tape is written again.
+    package let readers = Atomic<Int>(0)
 
     /// An empty tape. Decoding from it fails until something was encoded into it.
     package init() {

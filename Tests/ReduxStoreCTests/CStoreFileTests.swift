@@ -1,0 +1,74 @@
+import CJSONC
+import FoundationEssentials
+import CReduxStoreAPI
+import ReduxStore
+import ReduxStoreC
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private func writeFile(_ text: String) -> String {
+    var template = Array("/tmp/reduxstore-cfile-XXXXXX".utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    precondition(fd >= 0, "mkstemp failed")
+    _ = text.withCString { write(fd, $0, strlen($0)) }
+    close(fd)
+    return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+}
+
+@Suite("rdx_store_open: what a saved file may hold")
+struct CStoreFileTests {
+    @Test("saved files that break the rules of JSON input are corrupt, and nothing opens",
+          arguments: [
+            (#"{"reduxstore":1,"version":1,"state":[1e999]}"#, "state[0]: non-finite number is not valid JSON"),
+            (#"{"reduxstore":1,"version":18446744073709551615,"state":{}}"#, "version: expected a whole number from 0 to 2^63 - 2"),
+            (#"{"reduxstore":1,"version":9223372036854775807,"state":{}}"#, "version: expected a whole number from 0 to 2^63 - 2"),
+          ])
+    func refused(text: String, words: String) {
+        let path = writeFile(text)
+        defer { unlink(path) }
+        var status = RDX_OK
+        let store = rdx_store_open(path, nil, 0, &status)
+        #expect(store == nil)
+        #expect(status == RDX_ECORRUPT)
+        #expect(String(cString: rdx_last_error()).hasSuffix(words))
+    }
+
+    @Test("the largest version a file may hold opens, and counts on")
+    func largestVersion() {
+        let path = writeFile(#"{"reduxstore":1,"version":9223372036854775806,"state":{"n":1}}"#)
+        defer { unlink(path) }
+        var status = RDX_ECORRUPT
+        let store = rdx_store_open(path, nil, 0, &status)
+        #expect(status == RDX_OK)
+        #expect(rdx_store_version(store) == 9_223_372_036_854_775_806)
+        rdx_store_release(store)
+    }
+}
+
+@Suite("JSON values from json-c trees")
+struct JSONValueTreeTests {
+    @Test("a tree nested past the limit is a limit error, not a type mismatch")
+    func deepTree() throws {
+        var tree = json_object_new_int(1)
+        for _ in 0..<257 {
+            let array = json_object_new_array()
+            json_object_array_add(array, tree)
+            tree = array
+        }
+        defer { json_object_put(tree) }
+        let error = #expect(throws: StoreError.self) {
+            try JSONCDecoder().decode(JSONValue.self, from: tree)
+        }
+        #expect(error?.kind == .limit)
+    }
+
+    @Test("a Decimal keeps every digit through a json-c tree")
+    func decimal() throws {
+        let value = Decimal(string: "5497852955425333875.25")!
+        let tree = try JSONCEncoder().encode([value])
+        defer { json_object_put(tree) }
+        #expect(try JSONCDecoder().decode([Decimal].self, from: tree) == [value])
+    }
+}
