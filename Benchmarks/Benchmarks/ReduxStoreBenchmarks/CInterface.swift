@@ -1,0 +1,133 @@
+import Benchmark
+#if canImport(Glibc)
+import Glibc
+#endif
+import CJSONC
+import CReduxStoreAPI
+import ReduxStore
+import ReduxStoreC
+
+/// The C interface, called from Swift exactly as a C program calls it (the functions of
+/// include/reduxstore.h). A C store of `{"count": 0}` with one C reducer that adds the payload
+/// (1 without one) to "count" in place, as the Swift counter reducer does.
+func registerCBenchmarks() {
+    let configuration = Benchmark.Configuration(scalingFactor: .kilo)
+
+    // The C hand loop: the C reducer called directly on a json-c tree, no store.
+    Benchmark("c.hand.counter", configuration: configuration) { benchmark, tree in
+        for _ in benchmark.scaledIterations {
+            counterReduce(tree.object, "counter.add", nil, nil)
+        }
+    } setup: {
+        JSONTree(parsing: #"{"count": 0}"#)
+    }
+
+    Benchmark("c.dispatch.null", configuration: configuration) { benchmark, store in
+        for _ in benchmark.scaledIterations {
+            precondition(rdx_store_dispatch_action(store.pointer, "counter.add", nil) == RDX_OK)
+        }
+    } setup: {
+        CStore.counter()
+    }
+
+    Benchmark("c.dispatch.payload", configuration: configuration) { benchmark, fixture in
+        let (store, payload) = fixture
+        for _ in benchmark.scaledIterations {
+            precondition(rdx_store_dispatch_action(store.pointer, "counter.add", payload.object) == RDX_OK)
+        }
+    } setup: {
+        (CStore.counter(), JSONTree(parsing: #"{"amount": 1, "note": "a small payload"}"#))
+    }
+
+    Benchmark("c.dispatch.json", configuration: configuration) { benchmark, store in
+        let text = #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#
+        text.withCString { text in
+            for _ in benchmark.scaledIterations {
+                precondition(rdx_store_dispatch_json(store.pointer, text) == RDX_OK)
+            }
+        }
+    } setup: {
+        CStore.counter()
+    }
+
+    Benchmark("c.current_state.counter", configuration: configuration) { benchmark, store in
+        for _ in benchmark.scaledIterations {
+            json_object_put(rdx_store_current_state(store.pointer))
+        }
+    } setup: {
+        CStore.counter()
+    }
+
+    Benchmark("c.current_state.todos1000") { benchmark, store in
+        for _ in benchmark.scaledIterations {
+            json_object_put(rdx_store_current_state(store.pointer))
+        }
+    } setup: {
+        CStore(state: try! JSONCEncoder().encode(TodoList(count: 1_000)))
+    }
+
+    // A Swift Store<Counter> handed to C: identifiers not registered reach reducers as JSONAction.
+    Benchmark("c.swiftstore.dispatch.null", configuration: configuration) { benchmark, fixture in
+        for _ in benchmark.scaledIterations {
+            precondition(rdx_store_dispatch_action(fixture.handle.pointer, "counter.add", nil) == RDX_OK)
+        }
+    } setup: {
+        SwiftStoreHandle(Store(reducers: counterReducers(1), state: Counter()))
+    }
+}
+
+/// The C reducer: adds the payload's "amount" (1 when there is no payload) to "count", in place.
+let counterReduce: @convention(c) (
+    OpaquePointer?, UnsafePointer<CChar>?, OpaquePointer?, UnsafeMutableRawPointer?
+) -> Void = { state, identifier, payload, _ in
+    guard let identifier, strcmp(identifier, "counter.add") == 0 else { return }
+    var amount: Int64 = 1
+    if let payload {
+        var value: OpaquePointer?
+        if json_object_object_get_ex(payload, "amount", &value) != 0 { amount = json_object_get_int64(value) }
+    }
+    let count = json_object_object_get(state, "count")
+    json_object_set_int64(count, json_object_get_int64(count) &+ amount)
+}
+
+/// A json-c tree owned by a benchmark.
+final class JSONTree: @unchecked Sendable {
+    let object: OpaquePointer?
+    init(parsing text: String) { object = json_tokener_parse(text) }
+    deinit { json_object_put(object) }
+}
+
+/// An `rdx_store *` made by `rdx_store_create`, released with the benchmark.
+final class CStore: @unchecked Sendable {
+    let pointer: OpaquePointer?
+
+    /// A store of `state` (borrowed, and put here) with the counter reducer.
+    init(state: OpaquePointer?) {
+        var reducers = [rdx_reducer(reduce: counterReduce, context: nil)]
+        var status = RDX_OK
+        pointer = rdx_store_create(state, &reducers, 1, &status)
+        json_object_put(state)
+        precondition(pointer != nil, "rdx_store_create: \(String(cString: rdx_last_error()))")
+    }
+
+    static func counter() -> CStore { CStore(state: json_tokener_parse(#"{"count": 0}"#)) }
+
+    deinit { rdx_store_release(pointer) }
+}
+
+/// A Swift store's C handle, released with the benchmark.
+final class SwiftStoreHandle: @unchecked Sendable {
+    let store: Store<Counter>
+    let handle: CStore.Handle
+
+    init(_ store: Store<Counter>) {
+        self.store = store
+        handle = CStore.Handle(pointer: store.makeCStore())
+    }
+}
+
+extension CStore {
+    struct Handle: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+}

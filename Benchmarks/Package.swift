@@ -1,0 +1,53 @@
+// swift-tools-version: 6.1
+// The benchmarks of ReduxStore: a package of their own, so the library's build stays lean.
+//
+//   bash scripts/bench          # from the repository root: quick run, results in Benchmarks/results/
+//   swift package benchmark     # from Benchmarks/: the plain ordo-one/benchmark run
+import PackageDescription
+
+/// The library's package identity: the name of the folder it is checked out in (a path
+/// dependency's identity is its folder's name, which differs between clones).
+let library = String(#filePath.split(separator: "/").dropLast(2).last ?? "main")
+
+let package = Package(
+    name: "ReduxStoreBenchmarks",
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // Its allocation hook measures a snapshot's peak memory (benchmark itself depends on it).
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.1"),
+        // The histograms in the run's saved results, read back by BenchmarkReport.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    ],
+    targets: [
+        // The benchmarks: Swift stores, their baselines, and the C interface (include/reduxstore.h)
+        // called from Swift through the library's own C module.
+        .executableTarget(
+            name: "ReduxStoreBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+                .product(name: "ReduxStore", package: library),
+                .product(name: "reduxstore", package: library),
+            ],
+            path: "Benchmarks/ReduxStoreBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Reads a saved run (.benchmarkBaselines/ReduxStoreBenchmarks/<name>/results.json), and
+        // writes the per-action figures and the goal ratios: results/results.{csv,json,md}.
+        .executableTarget(
+            name: "BenchmarkReport",
+            dependencies: [.product(name: "Histogram", package: "hdrhistogram-swift")],
+            path: "Tools/BenchmarkReport"
+        ),
+        // One workload in a plain loop, to profile under valgrind's callgrind.
+        .executableTarget(
+            name: "ProfileDriver",
+            dependencies: [
+                .product(name: "ReduxStore", package: library),
+                .product(name: "reduxstore", package: library),
+            ],
+            path: "Tools/ProfileDriver"
+        ),
+    ]
+)

@@ -1,0 +1,309 @@
+// BenchmarkReport: reads one saved run of the benchmarks (the results.json that
+// `swift package benchmark baseline update NAME` writes) and writes, into an output folder:
+//   results.json  every benchmark's per-operation figures, and each goal's measured ratio
+//   results.csv   the same figures, one benchmark a line
+//   results.md    the Markdown tables (scripts/bench puts them into README.md)
+// Every ratio is between two benchmarks of that one run. Usage:
+//   BenchmarkReport <results.json> <output folder> [run seconds]
+import Foundation
+import Histogram
+
+// MARK: - The saved run, as the benchmark tool encodes it
+
+struct SavedRun: Decodable {
+    var baselineName: String
+    var machine: Machine
+    /// Benchmark identifiers and their results, alternating (a dictionary with struct keys).
+    var results: [(name: String, results: [SavedResult])]
+
+    struct Machine: Codable {
+        var hostname: String
+        var processors: Int
+        var processorType: String
+        var memory: Int
+        var kernelVersion: String
+    }
+
+    struct Identifier: Decodable {
+        var name: String
+        var target: String
+    }
+
+    enum CodingKeys: String, CodingKey { case baselineName, machine, results }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        baselineName = try container.decode(String.self, forKey: .baselineName)
+        machine = try container.decode(Machine.self, forKey: .machine)
+        var entries = try container.nestedUnkeyedContainer(forKey: .results)
+        results = []
+        while !entries.isAtEnd {
+            let identifier = try entries.decode(Identifier.self)
+            let values = try entries.decode([SavedResult].self)
+            results.append((identifier.name, values))
+        }
+    }
+}
+
+struct SavedResult: Decodable {
+    /// `wallClock`, `mallocCountTotal`, …, or a custom metric's own name.
+    var metric: String
+    var scalesWithFactor: Bool
+    var scalingFactor: Int
+    var histogram: Histogram<UInt>
+
+    enum CodingKeys: String, CodingKey { case metric, scalingFactor, statistics }
+    enum StatisticsKeys: String, CodingKey { case histogram }
+    struct CustomMetric: Decodable {
+        var name: String
+        var useScalingFactor: Bool
+        enum CodingKeys: String, CodingKey { case name = "_0", useScalingFactor }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        scalingFactor = try container.decode(Int.self, forKey: .scalingFactor)
+        let statistics = try container.nestedContainer(keyedBy: StatisticsKeys.self, forKey: .statistics)
+        histogram = try statistics.decode(Histogram<UInt>.self, forKey: .histogram)
+        // `{"wallClock": {}}` or `{"custom": {"_0": "name", "useScalingFactor": …}}`
+        if let custom = try? container.decode([String: CustomMetric].self, forKey: .metric),
+            let value = custom["custom"]
+        {
+            metric = value.name
+            scalesWithFactor = value.useScalingFactor
+        } else {
+            let plain = try container.decode([String: [String: Int]].self, forKey: .metric)
+            metric = plain.keys.first ?? "?"
+            // Metrics that count per iteration are divided by the scaling factor; memory sizes
+            // and thread counts are not.
+            scalesWithFactor = ["wallClock", "cpuTotal", "cpuUser", "cpuSystem", "mallocCountTotal",
+                                "mallocCountSmall", "mallocCountLarge", "freeCountTotal",
+                                "mallocBytesCount", "instructions", "retainCount", "releaseCount"]
+                .contains(metric)
+        }
+    }
+
+    /// A percentile of the metric, per operation (one action, one snapshot round, …).
+    func perOperation(_ percentile: Double) -> Double {
+        Double(histogram.valueAtPercentile(percentile)) / divisor
+    }
+
+    var meanPerOperation: Double { histogram.mean / divisor }
+    private var divisor: Double { scalesWithFactor ? Double(scalingFactor) : 1 }
+}
+
+// MARK: - Figures per benchmark
+
+struct Figures: Codable {
+    var name: String
+    var samples: Int
+    var operationsPerSample: Int
+    /// Wall clock per operation, nanoseconds.
+    var p50Nanoseconds: Double?
+    var p99Nanoseconds: Double?
+    var meanNanoseconds: Double?
+    /// Heap allocations per operation (p50), the harness's own per-sample allocations removed.
+    var mallocsPerOperation: Double?
+    var instructionsPerOperation: Double?
+    var peakExtraBytes: Double?
+    var stateJSONBytes: Double?
+}
+
+struct Goal: Codable {
+    var goal: String
+    var measure: String
+    var value: Double
+    var target: String
+    var met: Bool
+}
+
+struct Report: Codable {
+    var baseline: String
+    var date: String
+    var machine: SavedRun.Machine
+    var runSeconds: Double?
+    var instructionsAvailable: Bool
+    var goals: [Goal]
+    var benchmarks: [Figures]
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write("usage: BenchmarkReport <results.json> <output folder> [run seconds]\n".data(using: .utf8)!)
+    exit(2)
+}
+let run = try JSONDecoder().decode(SavedRun.self, from: Data(contentsOf: URL(fileURLWithPath: arguments[1])))
+let output = URL(fileURLWithPath: arguments[2], isDirectory: true)
+let runSeconds = arguments.count > 3 ? Double(arguments[3]) : nil
+try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+
+func metric(_ results: [SavedResult], _ name: String) -> SavedResult? {
+    results.first { $0.metric == name }
+}
+
+// The harness's own allocations in each measured sample, read off the empty benchmark.
+let harnessMallocs: Double = {
+    guard let empty = run.results.first(where: { $0.name == "overhead.empty" }),
+        let mallocs = metric(empty.results, "mallocCountTotal")
+    else { return 0 }
+    return Double(mallocs.histogram.valueAtPercentile(50))
+}()
+
+var figures: [String: Figures] = [:]
+for (name, results) in run.results {
+    let wall = metric(results, "wallClock")
+    let anyResult = results.first
+    var entry = Figures(
+        name: name,
+        samples: Int(anyResult?.histogram.totalCount ?? 0),
+        operationsPerSample: anyResult?.scalingFactor ?? 1)
+    entry.p50Nanoseconds = wall?.perOperation(50)
+    entry.p99Nanoseconds = wall?.perOperation(99)
+    entry.meanNanoseconds = wall?.meanPerOperation
+    if let mallocs = metric(results, "mallocCountTotal") {
+        let raw = Double(mallocs.histogram.valueAtPercentile(50))
+        entry.mallocsPerOperation = max(0, raw - harnessMallocs) / Double(mallocs.scalingFactor)
+    }
+    if let instructions = metric(results, "instructions"), instructions.histogram.max > 0 {
+        entry.instructionsPerOperation = instructions.perOperation(50)
+    }
+    entry.peakExtraBytes = metric(results, "peakExtraBytes")?.perOperation(50)
+    entry.stateJSONBytes = metric(results, "stateJSONBytes")?.perOperation(50)
+    figures[name] = entry
+}
+
+// MARK: - Goals: each a ratio of two benchmarks of this run (p50 per operation)
+
+@MainActor func p50(_ name: String) -> Double? { figures[name]?.p50Nanoseconds }
+
+var goals: [Goal] = []
+@MainActor func ratio(
+    _ goal: String, _ measure: String, _ numerator: String, _ denominator: String,
+    atMost: Double? = nil, atLeast: Double? = nil, scale: Double = 1
+) {
+    guard let top = p50(numerator), let bottom = p50(denominator), bottom > 0 else {
+        print("warning: \(numerator) or \(denominator) is missing from the run")
+        return
+    }
+    let value = top / (bottom * scale)
+    if let atMost {
+        goals.append(Goal(goal: goal, measure: measure, value: value, target: "≤ \(format(atMost))×", met: value <= atMost))
+    } else if let atLeast {
+        goals.append(Goal(goal: goal, measure: measure, value: value, target: "≥ \(format(atLeast))×", met: value >= atLeast))
+    }
+}
+
+func format(_ value: Double) -> String {
+    if value == value.rounded() && abs(value) < 1e6 { return String(Int(value)) }
+    if abs(value) >= 100 { return String(format: "%.0f", value) }
+    if abs(value) >= 10 { return String(format: "%.1f", value) }
+    return String(format: "%.2f", value)
+}
+
+// 1. Dispatch, small state, 1 reducer, 1 observer.
+if let mallocs = figures["dispatch.store.counter.r1.o1"]?.mallocsPerOperation {
+    goals.append(Goal(goal: "1", measure: "heap allocations per action (counter, 1 reducer, 1 observer)",
+                      value: mallocs, target: "0", met: mallocs == 0))
+}
+ratio("1", "dispatch (counter, 1 reducer, 1 observer) ÷ hand loop (1 reducer)",
+      "dispatch.store.counter.r1.o1", "dispatch.hand.counter.r1", atMost: 2.5)
+// 2. Independent of state size.
+ratio("2", "dispatch 100,000 todos ÷ dispatch counter (1 reducer, 1 observer)",
+      "dispatch.store.todos100000.r1.o1", "dispatch.store.counter.r1.o1", atMost: 1.2)
+ratio("2", "dispatch 100,000 todos ÷ dispatch 10 todos (same reducer and action)",
+      "dispatch.store.todos100000.r1.o1", "dispatch.store.todos10.r1.o1", atMost: 1.2)
+// 3. Snapshots against Foundation's round trip.
+for size in [1_000, 100_000] {
+    ratio("3", "Foundation round trip ÷ snapshot, \(size.formatted()) todos (speed-up)",
+          "snapshot.foundation.todos\(size).readers1", "snapshot.store.todos\(size).readers1", atLeast: 4)
+}
+for size in [1_000, 100_000] {
+    ratio("3", "10 readers after one action ÷ Foundation (1 encode + 10 decodes), \(size.formatted()) todos",
+          "snapshot.store.todos\(size).readers10", "snapshot.foundation.todos\(size).readers10", atMost: 0.15)
+}
+// 4. C dispatch.
+ratio("4", "C dispatch, NULL payload (C store) ÷ Swift dispatch (counter, 1 reducer, 0 observers)",
+      "c.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.5)
+ratio("4", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch",
+      "c.swiftstore.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.5)
+if let mallocs = figures["c.dispatch.payload"]?.mallocsPerOperation {
+    goals.append(Goal(goal: "4", measure: "heap allocations per C dispatch with a payload (no text made)",
+                      value: mallocs, target: "0", met: mallocs == 0))
+}
+// 5. Snapshot memory.
+for size in [10, 1_000, 100_000] {
+    if let peak = figures["memory.store.todos\(size)"]?.peakExtraBytes,
+        let json = figures["memory.store.todos\(size)"]?.stateJSONBytes, json > 0
+    {
+        goals.append(Goal(goal: "5", measure: "snapshot peak extra memory ÷ JSON text size, \(size.formatted()) todos",
+                          value: peak / json, target: "≤ 3×", met: peak / json <= 3))
+    }
+}
+// 6. A quick run's time.
+if let runSeconds {
+    goals.append(Goal(goal: "6", measure: "quick run (scripts/bench, build excluded), seconds",
+                      value: runSeconds, target: "< 120 s", met: runSeconds < 120))
+}
+
+// MARK: - Output
+
+let ordered = figures.values.sorted { $0.name < $1.name }
+let instructionsAvailable = ordered.contains { $0.instructionsPerOperation != nil }
+let dateFormatter = ISO8601DateFormatter()
+let report = Report(
+    baseline: run.baselineName, date: dateFormatter.string(from: Date()), machine: run.machine,
+    runSeconds: runSeconds, instructionsAvailable: instructionsAvailable, goals: goals,
+    benchmarks: ordered)
+let encoder = JSONEncoder()
+encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+try encoder.encode(report).write(to: output.appendingPathComponent("results.json"))
+
+func cell(_ value: Double?) -> String { value.map { String(format: "%.3f", $0) } ?? "" }
+var csv = "benchmark,samples,operations_per_sample,p50_ns,p99_ns,mean_ns,mallocs_per_op,instructions_per_op,peak_extra_bytes,state_json_bytes\n"
+for entry in ordered {
+    csv += [entry.name, String(entry.samples), String(entry.operationsPerSample),
+            cell(entry.p50Nanoseconds), cell(entry.p99Nanoseconds), cell(entry.meanNanoseconds),
+            cell(entry.mallocsPerOperation), cell(entry.instructionsPerOperation),
+            cell(entry.peakExtraBytes), cell(entry.stateJSONBytes)].joined(separator: ",") + "\n"
+}
+try csv.write(to: output.appendingPathComponent("results.csv"), atomically: true, encoding: .utf8)
+
+func time(_ nanoseconds: Double?) -> String {
+    guard let nanoseconds else { return "" }
+    switch nanoseconds {
+    case ..<1_000: return String(format: "%.1f ns", nanoseconds)
+    case ..<1_000_000: return String(format: "%.2f µs", nanoseconds / 1_000)
+    default: return String(format: "%.2f ms", nanoseconds / 1_000_000)
+    }
+}
+func bytes(_ value: Double?) -> String {
+    guard let value else { return "" }
+    switch value {
+    case ..<10_000: return String(format: "%.0f B", value)
+    case ..<10_000_000: return String(format: "%.1f KB", value / 1_000)
+    default: return String(format: "%.1f MB", value / 1_000_000)
+    }
+}
+
+var markdown = "| goal | measure | measured | target | met |\n|---|---|---|---|---|\n"
+for goal in goals {
+    let value = goal.measure.hasPrefix("heap allocations") ? String(format: "%.3f", goal.value)
+        : goal.goal == "6" ? String(format: "%.0f s", goal.value) : format(goal.value) + "×"
+    markdown += "| \(goal.goal) | \(goal.measure) | \(value) | \(goal.target) | \(goal.met ? "yes" : "**no**") |\n"
+}
+markdown += "\n| benchmark | per | p50 | p99 | allocations | samples |\n|---|---|---|---|---|---|\n"
+for entry in ordered where entry.p50Nanoseconds != nil && entry.name != "overhead.empty" {
+    let per = entry.name.hasPrefix("dispatch") || entry.name.hasPrefix("contention")
+        || entry.name.hasPrefix("c.dispatch") || entry.name.hasPrefix("c.hand")
+        || entry.name.hasPrefix("c.swiftstore") ? "action"
+        : entry.name.contains("readers10") ? "action + 10 reads" : entry.name.contains("readers1") ? "action + 1 read" : "call"
+    markdown += "| `\(entry.name)` | \(per) | \(time(entry.p50Nanoseconds)) | \(time(entry.p99Nanoseconds)) | \(entry.mallocsPerOperation.map { format($0) } ?? "") | \(entry.samples) |\n"
+}
+markdown += "\n| snapshot memory | JSON text | peak extra (store) | peak extra (Foundation) |\n|---|---|---|---|\n"
+for size in [10, 1_000, 100_000] {
+    let store = figures["memory.store.todos\(size)"]
+    let foundation = figures["memory.foundation.todos\(size)"]
+    markdown += "| \(size.formatted()) todos | \(bytes(store?.stateJSONBytes)) | \(bytes(store?.peakExtraBytes)) | \(bytes(foundation?.peakExtraBytes)) |\n"
+}
+try markdown.write(to: output.appendingPathComponent("results.md"), atomically: true, encoding: .utf8)
+print(markdown)

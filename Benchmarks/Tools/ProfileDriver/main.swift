@@ -1,0 +1,72 @@
+// ProfileDriver: one benchmark workload in a plain loop, to profile under
+// `valgrind --tool=callgrind` (perf has no hardware counters on this machine).
+//   ProfileDriver dispatch-o0|dispatch-o1|hand|c-null|c-payload|swiftstore-null|snapshot10 [count]
+import CJSONC
+import CReduxStoreAPI
+import ReduxStore
+import ReduxStoreC
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Counter: Codable, Sendable { var count = 0 }
+struct Increment: Action {
+    var amount: Int
+    var identifier: String { "counter.add" }
+}
+struct Todo: Codable, Sendable { var id: Int; var title: String; var done: Bool }
+final class TodoList: Codable, @unchecked Sendable {
+    var todos: [Todo]
+    init(count: Int) { todos = (0..<count).map { Todo(id: $0, title: "todo \($0)", done: false) } }
+}
+let add: Reducer<Counter> = { state, action in
+    if let add = action as? Increment { state.count &+= add.amount }
+}
+final class Box { var state = Counter() }
+@inline(never) func hand(_ box: Box, _ reducers: [Reducer<Counter>], _ action: any Action) {
+    for reducer in reducers { reducer(&box.state, action) }
+}
+@inline(never) func sink<T>(_ value: T) { withExtendedLifetime(value) {} }
+
+let cReduce: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = {
+    state, identifier, payload, _ in
+    guard let identifier, strcmp(identifier, "counter.add") == 0 else { return }
+    let count = json_object_object_get(state, "count")
+    json_object_set_int64(count, json_object_get_int64(count) &+ 1)
+}
+
+let arguments = CommandLine.arguments
+let workload = arguments.count > 1 ? arguments[1] : "dispatch-o1"
+let count = arguments.count > 2 ? Int(arguments[2])! : 1_000_000
+
+switch workload {
+case "hand":
+    let box = Box()
+    for _ in 0..<count { hand(box, [add], Increment(amount: 1)) }
+    sink(box.state.count)
+case "dispatch-o0", "dispatch-o1":
+    let store = Store(reducers: [add], state: Counter())
+    if workload == "dispatch-o1" { store.addObserver { note in sink(note.version) } }
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "c-null", "c-payload":
+    var reducers = [rdx_reducer(reduce: cReduce, context: nil)]
+    var status = RDX_OK
+    let state = json_tokener_parse(#"{"count": 0}"#)
+    let store = rdx_store_create(state, &reducers, 1, &status)
+    let payload = workload == "c-payload" ? json_tokener_parse(#"{"amount": 1, "note": "a small payload"}"#) : nil
+    for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", payload) }
+    rdx_store_release(store)
+case "swiftstore-null":
+    let store = Store(reducers: [add], state: Counter())
+    let handle = store.makeCStore()
+    for _ in 0..<count { _ = rdx_store_dispatch_action(handle, "counter.add", nil) }
+    rdx_store_release(handle)
+case "snapshot10":
+    let store = Store(reducers: [], state: TodoList(count: 10))
+    for _ in 0..<count {
+        store.dispatchAction(Increment(amount: 1))
+        sink(store.currentState())
+    }
+default:
+    fatalError("unknown workload \(workload)")
+}
