@@ -35,6 +35,23 @@ struct CStoreFileTests {
         #expect(String(cString: rdx_last_error()).hasSuffix(words))
     }
 
+    @Test("a saved file with malformed UTF-8 (an overlong form json-c lets through) is corrupt")
+    func overlongUTF8() {
+        var template = Array("/tmp/reduxstore-cfile-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        let bytes: [UInt8] = Array(#"{"reduxstore":1,"version":1,"state":{"k"#.utf8) + [0xC0, 0x93]
+            + Array(#"":1}}"#.utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        defer { unlink(path) }
+        var status = RDX_OK
+        #expect(rdx_store_open(path, nil, 0, &status) == nil)
+        #expect(status == RDX_ECORRUPT)
+        #expect(String(cString: rdx_last_error()).hasSuffix("at byte 39: invalid UTF-8"))
+        #expect(throws: StoreError.self) { try Store<JSONValue>(contentsOf: path, reducers: []) }
+    }
+
     @Test("the largest version a file may hold opens, and counts on")
     func largestVersion() {
         let path = writeFile(#"{"reduxstore":1,"version":9223372036854775806,"state":{"n":1}}"#)

@@ -347,8 +347,10 @@ enum JSONC {
         var inString = false
         var index = 0
         let count = bytes.count
+        var ascii = true
         while index < count {
             let byte = bytes[index]
+            if byte >= 0x80 { ascii = false }
             if inString {
                 if byte == UInt8(ascii: "\\") {
                     index += 2
@@ -368,6 +370,26 @@ enum JSONC {
                 continue
             }
             index += 1
+        }
+        if !ascii { try rejectInvalidUTF8(bytes) }
+    }
+
+    /// json-c's UTF-8 check lets overlong forms and surrogates through (`C0 93`, say), which a
+    /// Swift `String` would repair into U+FFFD: a key read from C and from Swift would then differ.
+    /// Every scalar must be well-formed UTF-8.
+    private static func rejectInvalidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar):
+                offset += scalar.count
+            case .emptyInput:
+                return
+            case .error:
+                throw StoreError(.parse, "JSON text does not parse at byte \(offset): invalid UTF-8")
+            }
         }
     }
 
