@@ -28,15 +28,8 @@ package enum JSONInput {
         var index = 0
         while index < length, bytes[index] < 0x80 { index += 1 }
         if index == length { return }
-        let buffer = UnsafeBufferPointer(start: bytes, count: length)
-        var decoder = Unicode.UTF8.ForwardParser()
-        var iterator = buffer.makeIterator()
-        while true {
-            switch decoder.parseScalar(from: &iterator) {
-            case .valid: continue
-            case .emptyInput: return
-            case .error: throw StoreError(.decode, "\(what) is not valid UTF-8")
-            }
+        if JSONC.firstInvalidUTF8(UnsafeBufferPointer(start: bytes, count: length)) != nil {
+            throw StoreError(.decode, "\(what) is not valid UTF-8")
         }
     }
 
@@ -205,17 +198,30 @@ extension JSONAction {
             Result { () throws(StoreError) -> JSONAction in
                 try JSONInput.withParsedAction(text, length: length) {
                     (identifier, payload) throws(StoreError) in
-                    let value: JSONValue?
-                    do {
-                        value = payload == nil
-                            ? nil : try JSONCDecoder().decode(JSONValue.self, from: payload)
-                    } catch {
-                        throw StoreError(coding: error, prefix: "payload")
-                    }
-                    return JSONAction(identifier: String(cString: identifier), payload: value)
+                    try JSONAction(identifier: String(cString: identifier), jsonCPayload: payload)
                 }
             }
         }
         self = try parsed.get()
+    }
+}
+
+extension JSONAction {
+    /// An action with a payload given as a json-c tree (borrowed; NULL: no payload), as C sends
+    /// them.
+    ///
+    /// - Throws: ``StoreError`` naming the coding path below `payload`.
+    package init(identifier: String, jsonCPayload payload: OpaquePointer?) throws(StoreError) {
+        guard let payload else {
+            self.init(identifier: identifier)
+            return
+        }
+        do {
+            self.init(
+                identifier: identifier,
+                payload: try JSONCDecoder().decode(JSONValue.self, from: payload))
+        } catch {
+            throw StoreError(coding: error, prefix: "payload")
+        }
     }
 }

@@ -37,10 +37,7 @@ extension Store {
             dispatchNestedLocked(first: action, version: version, thread: me)
             return
         }
-        if !core.pointee.retiredObservers.isEmpty,
-           deliveryOwner.load(ordering: .acquiring) == 0 {
-            core.pointee.releaseRetiredObservers()
-        }
+        releaseRetiredIfFree(core)
         if core.pointee.observerCount == 0 {
             applyingThread.store(0, ordering: .relaxed)
             pthread_mutex_unlock(mutex)

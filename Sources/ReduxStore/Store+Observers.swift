@@ -95,7 +95,8 @@ extension Store {
     }
 
     /// Releases retired observer lists if no fast delivery can be walking one. Holds the lock.
-    private func releaseRetiredIfFree(_ core: UnsafeMutablePointer<StoreCore>) {
+    @inline(__always)
+    func releaseRetiredIfFree(_ core: UnsafeMutablePointer<StoreCore>) {
         if !core.pointee.retiredObservers.isEmpty,
            deliveryOwner.load(ordering: .acquiring) == 0 {
             core.pointee.releaseRetiredObservers()
@@ -104,9 +105,9 @@ extension Store {
 
     /// Runs `body` with the core, holding the lock unless this thread already holds it (inside
     /// a reducer).
-    func withCoreLocked<T>(
-        _ body: (UnsafeMutablePointer<StoreCore>, _ insideReducer: Bool) throws -> T
-    ) rethrows -> T {
+    func withCoreLocked<T, E: Error>(
+        _ body: (UnsafeMutablePointer<StoreCore>, _ insideReducer: Bool) throws(E) -> T
+    ) throws(E) -> T {
         if isInsideReducer { return try body(core, true) }
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -77,11 +77,6 @@ extension Store {
     package func withLockedState<T, E: Error>(
         _ body: (borrowing State, _ version: UInt64) throws(E) -> T
     ) throws(E) -> T {
-        if isInsideReducer {
-            return try body(state.pointee, core.pointee.version)
-        }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(state.pointee, core.pointee.version)
+        try withCoreLocked { (core, _) throws(E) in try body(state.pointee, core.pointee.version) }
     }
 }

@@ -14,8 +14,9 @@ public func rdx_store_create(
 ) -> OpaquePointer? {
     constructing(status) { () throws(StoreError) in
         let reducers = try CReducerList.check(reducers, reducerCount)
+        // Checked here with its name in the words; then copied as it is (not checked again).
         try CInput.tree(initialState, "initial_state")
-        let state = try JSONCTree(jsonCObject: initialState)
+        let state = JSONCTree(adopting: try JSONCTree.deepCopy(initialState))
         return JSONStateStore(state: state, version: 0, reducers: reducers)
     }
 }

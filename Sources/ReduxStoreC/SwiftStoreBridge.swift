@@ -65,13 +65,7 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
                 throw StoreError(coding: error, prefix: "payload")
             }
         } else {
-            let value: JSONValue?
-            do {
-                value = payload == nil ? nil : try JSONCDecoder().decode(JSONValue.self, from: payload)
-            } catch {
-                throw StoreError(coding: error, prefix: "payload")
-            }
-            action = JSONAction(identifier: name, payload: value)
+            action = try JSONAction(identifier: name, jsonCPayload: payload)
         }
         if enqueue {
             store.enqueue(erased: action)

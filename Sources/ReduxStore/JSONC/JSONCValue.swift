@@ -371,24 +371,24 @@ enum JSONC {
             }
             index += 1
         }
-        if !ascii { try rejectInvalidUTF8(bytes) }
+        // json-c's UTF-8 check lets overlong forms and surrogates through (`C0 93`, say), which a
+        // Swift `String` would repair into U+FFFD: a key read from C and from Swift would differ.
+        if !ascii, let offset = firstInvalidUTF8(bytes) {
+            throw StoreError(.parse, "JSON text does not parse at byte \(offset): invalid UTF-8")
+        }
     }
 
-    /// json-c's UTF-8 check lets overlong forms and surrogates through (`C0 93`, say), which a
-    /// Swift `String` would repair into U+FFFD: a key read from C and from Swift would then differ.
-    /// Every scalar must be well-formed UTF-8.
-    private static func rejectInvalidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) {
+    /// The offset of the first byte that does not start a well-formed UTF-8 scalar, or nil when
+    /// every scalar is well formed (no overlong forms, surrogates or values past U+10FFFF).
+    static func firstInvalidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var parser = Unicode.UTF8.ForwardParser()
         var iterator = bytes.makeIterator()
         var offset = 0
         while true {
             switch parser.parseScalar(from: &iterator) {
-            case .valid(let scalar):
-                offset += scalar.count
-            case .emptyInput:
-                return
-            case .error:
-                throw StoreError(.parse, "JSON text does not parse at byte \(offset): invalid UTF-8")
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return nil
+            case .error: return offset
             }
         }
     }
