@@ -3,18 +3,17 @@ import FoundationEssentials
 import CReduxStoreAPI
 import ReduxStore
 import ReduxStoreC
+import ReduxStoreTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
+/// A new file under a fresh folder, holding `text`.
 private func writeFile(_ text: String) -> String {
-    var template = Array("/tmp/reduxstore-cfile-XXXXXX".utf8CString)
-    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-    precondition(fd >= 0, "mkstemp failed")
-    _ = text.withCString { write(fd, $0, strlen($0)) }
-    close(fd)
-    return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    let path = temporaryFolder() + "/state.json"
+    writeText(text, to: path)
+    return path
 }
 
 @Suite("rdx_store_open: what a saved file may hold")
@@ -37,13 +36,11 @@ struct CStoreFileTests {
 
     @Test("a saved file with malformed UTF-8 (an overlong form json-c lets through) is corrupt")
     func overlongUTF8() {
-        var template = Array("/tmp/reduxstore-cfile-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        let bytes: [UInt8] = Array(#"{"reduxstore":1,"version":1,"state":{"k"#.utf8) + [0xC0, 0x93]
-            + Array(#"":1}}"#.utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        let path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let path = temporaryFolder() + "/state.json"
+        writeBytes(
+            Array(#"{"reduxstore":1,"version":1,"state":{"k"#.utf8) + [0xC0, 0x93]
+                + Array(#"":1}}"#.utf8),
+            to: path)
         defer { unlink(path) }
         var status = RDX_OK
         #expect(rdx_store_open(path, nil, 0, &status) == nil)

@@ -5,44 +5,6 @@ import Testing
 import Glibc
 #endif
 
-/// A fresh folder under /tmp for one test.
-func temporaryFolder() -> String {
-    var template = Array("/tmp/reduxstore-test-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    precondition(made != nil, "mkdtemp failed")
-    return String(cString: made!)
-}
-
-func readText(_ path: String) -> String? {
-    guard let file = fopen(path, "rb") else { return nil }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = fread(&buffer, 1, buffer.count, file)
-        if count == 0 { break }
-        bytes.append(contentsOf: buffer[0..<count])
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}
-
-func writeText(_ text: String, to path: String) {
-    let file = fopen(path, "wb")!
-    _ = text.withCString { fputs($0, file) }
-    fclose(file)
-}
-
-func folderEntries(_ folder: String) -> [String] {
-    guard let directory = opendir(folder) else { return [] }
-    defer { closedir(directory) }
-    var names: [String] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-        if name != "." && name != ".." { names.append(name) }
-    }
-    return names.sorted()
-}
-
 @Suite("Persistence: atomic save, restore of state and version")
 struct StorePersistenceTests {
     @Test("save then open restores the state and its version; no temporary is left")
