@@ -9,6 +9,10 @@ let package = Package(
         // libreduxstore.so: the C interface of include/reduxstore.h, for C programs.
         .library(name: "reduxstore", type: .dynamic, targets: ["ReduxStoreC"]),
     ],
+    dependencies: [
+        // Deque, for the store's queue of enqueued actions.
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
     targets: [
         // json-c, found through pkg-config; Debian's libjson-c-dev provides it.
         .systemLibrary(
@@ -20,7 +24,7 @@ let package = Package(
         // persistence. It knows nothing of the C interface.
         .target(
             name: "ReduxStore",
-            dependencies: ["CJSONC"]
+            dependencies: ["CJSONC", .product(name: "DequeModule", package: "swift-collections")]
         ),
         // The public C header, include/reduxstore.h (its public headers folder is a link to it),
         // so that the C face is checked against it at compile time.

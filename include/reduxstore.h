@@ -20,9 +20,28 @@
  * as they were, and nothing leaks.
  *
  * Threads: every function may be called from any thread at once, on the same store. Actions are
- * applied one at a time, in one total order; none is lost. rdx_store_release() is the caller's
- * last use of its reference. Observers run on the dispatching thread after the store's lock was
- * released, and may call any rdx_ function.
+ * applied one at a time, in one total order; none is lost. Observers run on the dispatching thread
+ * after the store's lock was released. Each function holds its own reference to the store while
+ * it runs callbacks, so a callback may retain, release or remove anything.
+ *
+ * Callbacks (reducers, observers, release functions) may call any rdx_ function, on any store,
+ * with these effects (the "callback rules"):
+ *   - inside a reducer, a dispatch or enqueue on its own store is queued and applied right after
+ *     the current action; rdx_store_flush() on its own store returns at once;
+ *   - inside any callback, rdx_store_remove_observer() does not wait for a call of that observer
+ *     running on another thread (waiting there could deadlock): use rdx_store_add_observer_full()
+ *     to learn when a context may be freed;
+ *   - a callback must not block waiting for another thread that is itself waiting for this
+ *     callback to return (for instance two stores' observers flushing each other's queue).
+ * Waits: only rdx_store_flush(), rdx_store_remove_observer() (outside callbacks) and the last
+ * rdx_store_release() wait, each for callbacks running on other threads to finish; nothing waits
+ * while holding the store's lock.
+ *
+ * fork(): in a child process made by fork() (until it calls exec), rdx_store_enqueue_action()
+ * and rdx_store_flush() return RDX_EINVAL on every store: the store's queue runs on libdispatch,
+ * which does not work in such a child. The other calls work on stores the child creates; on a
+ * store inherited from the parent they are undefined if another thread of the parent was inside
+ * it when fork() was called.
  *
  * Link with -lreduxstore (pkg-config --cflags --libs reduxstore), and json-c.
  */
@@ -81,8 +100,9 @@ typedef enum rdx_status {
 /*
  * A reducer: mutates `state` in place for one action. `identifier` is the action's; `payload`
  * may be NULL. All three are borrowed for the call: do not put them or keep them. A reducer may
- * call rdx_ functions on its own store: a dispatch is queued and applied right after the current
- * action; rdx_store_current_state() returns the state as the reducers left it so far.
+ * call rdx_ functions (see the callback rules above): on its own store a dispatch is queued and
+ * applied right after the current action, and rdx_store_current_state() returns the state as the
+ * reducers left it so far.
  */
 typedef void (*rdx_reduce_fn)(json_object *state, const char *identifier,
                               json_object *payload, void *context);
@@ -95,24 +115,45 @@ typedef struct rdx_reducer {
 
 /*
  * An observer: told after each action, once the store's lock was released, with the store
- * (borrowed), the notification's name and the store's new version. It runs on the dispatching
- * thread and may call any rdx_ function, including removing itself.
+ * (borrowed: valid for the call, even if the observer releases it), the notification's name and
+ * the store's new version. It runs on the dispatching thread (for an enqueued action: on the
+ * store's queue) and may call any rdx_ function (see the callback rules above), including
+ * removing itself.
  */
 typedef void (*rdx_observer_fn)(rdx_store *store, const char *name, uint64_t version,
                                 void *context);
 
 /*
- * Creates a store holding a deep copy of `initial_state` (borrowed; NULL is a JSON null state),
- * with `reducer_count` reducers run in array order (the array is copied; the contexts are kept).
- * Returns a NEW store with one reference, or NULL with *status (if status is not NULL) set.
+ * Releases an observer's context: called exactly once, when the observer can never be called
+ * again — after it was removed and its last running call ended, or when its store was freed.
+ * It runs on the thread that removed the observer, that ended its last call, or that released the
+ * store. It may call rdx_ functions but must not remove observers it waits for.
+ */
+typedef void (*rdx_release_fn)(void *context);
+
+/*
+ * Creates a store holding a deep copy of `initial_state` (borrowed), with `reducer_count`
+ * reducers run in array order (the array is copied; the contexts are kept).
+ * Returns a NEW store with one reference, or NULL with *status (if status is not NULL) set:
+ *   RDX_EINVAL  initial_state is NULL (how json-c's parsers say they failed, and how json-c
+ *               holds JSON null: a C store's state is never null), reducers is NULL with a
+ *               non-zero count, or a reducer's function is NULL;
+ *   RDX_ELIMIT  initial_state nested deeper than RDX_MAX_NESTING_DEPTH;
+ *   RDX_EDECODE initial_state holds a non-finite number;
+ *   RDX_ENOMEM  memory ran out.
  */
 RDX_API rdx_store *rdx_store_create(json_object *initial_state, const rdx_reducer *reducers,
                                     size_t reducer_count, rdx_status *status);
 
 /*
  * Applies an action and returns once the reducers ran and the observers were told. Borrows
- * `identifier` and `payload` (NULL: no payload). Inside a reducer the action is queued (its
- * payload deep-copied) and applied right after the current one.
+ * `identifier` and `payload` (NULL: no payload). Inside a reducer of this store the action is
+ * queued (its payload deep-copied) and applied right after the current one.
+ * Returns RDX_OK; RDX_EINVAL for a NULL store or identifier, or an identifier that is not UTF-8;
+ * RDX_ELIMIT for an identifier longer than RDX_MAX_IDENTIFIER_LENGTH or a payload nested deeper
+ * than RDX_MAX_NESTING_DEPTH; RDX_EDECODE for a payload with a non-finite number, or (a Swift
+ * store) a payload that does not decode into the action type registered for the identifier;
+ * RDX_ENOMEM.
  */
 RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *identifier,
                                              json_object *payload);
@@ -120,26 +161,42 @@ RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *ident
 /*
  * Parses `action_json`, {"identifier": "...", "payload": ...}, and applies it as
  * rdx_store_dispatch_action() does. "payload" may be missing or null. Borrows the text.
- * RDX_EPARSE for text that does not parse, RDX_EDECODE for JSON of another shape, RDX_ELIMIT for
- * text longer than RDX_MAX_JSON_TEXT_SIZE or nested deeper than RDX_MAX_NESTING_DEPTH.
+ * Returns RDX_OK; RDX_EINVAL for a NULL store or text; RDX_EPARSE for text that does not parse
+ * (or is not UTF-8); RDX_EDECODE for JSON of another shape (not an object, no string
+ * "identifier", another key) or a payload that does not decode; RDX_ELIMIT for text longer than
+ * RDX_MAX_JSON_TEXT_SIZE, nested deeper than RDX_MAX_NESTING_DEPTH, or an identifier past its
+ * limit; RDX_ENOMEM.
  */
 RDX_API rdx_status rdx_store_dispatch_json(rdx_store *store, const char *action_json);
 
 /*
  * Queues an action on the store's own serial queue and returns at once. Borrows `identifier`
- * and `payload`; the store keeps deep copies. Enqueued actions are applied in order, in the same
- * total order as dispatched ones, on the queue's thread.
+ * and `payload`; the store keeps deep copies until the action was applied (memory follows the
+ * backlog). Enqueued actions are applied in order, in the same total order as dispatched ones,
+ * on the queue's thread. The last rdx_store_release() applies every action enqueued before it
+ * returns.
+ * Returns what rdx_store_dispatch_action() returns, and RDX_EINVAL for a store whose last
+ * reference was released (an observer enqueueing while the last release drains the queue is
+ * still accepted, and its action applied before that release returns), or in a child process
+ * made by fork().
  */
 RDX_API rdx_status rdx_store_enqueue_action(rdx_store *store, const char *identifier,
                                             json_object *payload);
 
-/* Returns once every action enqueued before the call was applied and its observers ran. */
+/*
+ * Returns once every action enqueued before the call was applied and its observers ran. Inside an
+ * observer of an enqueued action it applies the rest itself; inside a reducer of this store it
+ * returns at once. Returns RDX_OK; RDX_EINVAL for a NULL store, or in a child process made by
+ * fork().
+ */
 RDX_API rdx_status rdx_store_flush(rdx_store *store);
 
 /*
  * Returns a NEW deep copy of the state (release it with json_object_put()), equal to the state
- * at one version, or NULL on failure (rdx_last_error() says why). Inside a reducer: the state as
- * the reducers left it so far.
+ * at one version, or NULL on failure (rdx_last_error() says why): a NULL store (RDX_EINVAL's
+ * words), memory (RDX_ENOMEM's), or, for a Swift store whose state is a struct, a call from
+ * inside one of its reducers. Inside a reducer of a C store: the state as the reducers left it
+ * so far.
  */
 RDX_API json_object *rdx_store_current_state(rdx_store *store);
 
@@ -148,36 +205,62 @@ RDX_API uint64_t rdx_store_version(rdx_store *store);
 
 /*
  * Registers `observer`, called with `context` for notifications named `name` (borrowed; NULL:
- * every notification). It first hears the next action. Returns a token, never 0, or 0 on failure.
+ * every notification). It first hears the next action (added inside a reducer: the action after
+ * the current one). Returns a token, never 0, or 0 on failure (a NULL store or observer).
  */
 RDX_API uint64_t rdx_store_add_observer(rdx_store *store, const char *name,
                                         rdx_observer_fn observer, void *context);
 
 /*
- * Removes an observer. Once it returns, the observer is never called again; a call running on
- * another thread is waited for, so `context` may be freed right after. RDX_EINVAL for a token
- * this store does not know or already removed.
+ * rdx_store_add_observer(), and `release_context` (may be NULL) is called with `context` exactly
+ * once, when the observer can never be called again: after its removal and the end of its last
+ * running call, or when the store is freed. The one safe way to free a context when the removal
+ * happens inside a callback, where rdx_store_remove_observer() does not wait.
+ */
+RDX_API uint64_t rdx_store_add_observer_full(rdx_store *store, const char *name,
+                                             rdx_observer_fn observer, void *context,
+                                             rdx_release_fn release_context);
+
+/*
+ * Removes an observer. Once it returns, the observer is never called again, and no call of it
+ * begins. Outside every callback it also waits for a call running on another thread (and for
+ * its release function), so `context` may be freed right after. Inside a callback it does not
+ * wait: a call on another thread may still be running; free the context from a release function
+ * (rdx_store_add_observer_full()).
+ * Returns RDX_OK; RDX_EINVAL for a NULL store or a token this store does not know or already
+ * removed.
  */
 RDX_API rdx_status rdx_store_remove_observer(rdx_store *store, uint64_t token);
 
 /*
  * Writes the state and its version to `path` (borrowed) atomically: a crash at any instant leaves
- * the old file or the new one, whole. RDX_EIO when the folder cannot be written.
+ * the old file or the new one, whole. What it writes, rdx_store_open() reads.
+ * Returns RDX_OK; RDX_EINVAL for a NULL argument (or, for a Swift store whose state is a struct,
+ * a call from inside one of its reducers); RDX_EIO when the folder cannot be written or the
+ * target is not a regular file; RDX_ELIMIT or RDX_EDECODE for a state a saved file cannot hold
+ * (the old file is left as it was); RDX_ENOMEM.
  */
 RDX_API rdx_status rdx_store_save(rdx_store *store, const char *path);
 
 /*
  * Opens a store saved by rdx_store_save(), with its state and version, and these reducers.
- * Returns a NEW store with one reference, or NULL with *status set: RDX_EIO for a missing or
- * unreadable file, RDX_ECORRUPT for a file that is not a saved state (left untouched).
+ * Returns a NEW store with one reference, or NULL with *status set: RDX_EINVAL for a NULL path or
+ * bad reducers; RDX_EIO for a missing or unreadable file or one that is not a regular file;
+ * RDX_ECORRUPT for a file that is not a saved state (left untouched); RDX_ENOMEM.
  */
 RDX_API rdx_store *rdx_store_open(const char *path, const rdx_reducer *reducers,
                                   size_t reducer_count, rdx_status *status);
 
-/* Adds a reference to `store` and returns it. NULL gives NULL. */
+/* Adds a reference to `store` and returns it. NULL gives NULL. Never waits. */
 RDX_API rdx_store *rdx_store_retain(rdx_store *store);
 
-/* Drops a reference; the last one frees the store. NULL is a harmless no-op. */
+/*
+ * Drops a reference. The last one applies every action enqueued before it (their reducers and
+ * observers run before it returns), removes the store's observers (waiting for calls on other
+ * threads unless called inside a callback) and frees the store once no call is using it: after it
+ * returns, no reducer or observer of the store begins. If a callback retains the store meanwhile,
+ * that reference keeps it alive. NULL is a harmless no-op.
+ */
 RDX_API void rdx_store_release(rdx_store *store);
 
 /* The name of a status, such as "invalid argument". Static; never NULL. */

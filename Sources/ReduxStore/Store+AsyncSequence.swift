@@ -4,7 +4,7 @@ extension Store {
     /// Each iteration registers a synchronous observer; the stream buffers according to
     /// `bufferingPolicy` (by default only the newest notification is kept, so a slow consumer
     /// sees the latest version, like a queued observer). Ending the iteration, or dropping the
-    /// stream, removes the observer.
+    /// stream, removes the observer. When the store goes away, the sequence ends.
     ///
     /// ```swift
     /// for await change in store.notifications() {
@@ -17,7 +17,9 @@ extension Store {
             .bufferingNewest(1)
     ) -> AsyncStream<StoreNotification> {
         AsyncStream(bufferingPolicy: bufferingPolicy) { continuation in
-            let token = addObserver(forName: name) { notification in
+            let token = addObserver(
+                named: name, queue: nil, onRelease: { continuation.finish() }
+            ) { notification in
                 continuation.yield(notification)
             }
             weak let store: (any AnyStore)? = self

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 extension Store {
     /// Applies `action`: runs every reducer in order on the stored state, in place, then tells the
     /// observers. When it returns, the action was applied and the synchronous observers ran.
@@ -25,86 +19,72 @@ extension Store {
     /// box is handed to the reducers as it is.
     package func dispatch(erased action: any Action) {
         let me = currentThreadID()
+        let core = self.core.valuePointer
         if applyingThread.load(ordering: .relaxed) == me {
+            // From inside one of this store's reducers (this thread holds the lock).
             core.pointee.nested.append(action)
             return
         }
-        pthread_mutex_lock(mutex)
+        let context = ThreadContext.current
+        self.core.lock()
         applyingThread.store(me, ordering: .relaxed)
+        context.pointee.callbackDepth += 1
         let version = apply(action)
-        let core = self.core
-        if core.pointee.nested.count > core.pointee.nestedHead {
-            dispatchNestedLocked(first: action, version: version, thread: me)
+        if !core.pointee.nested.isEmpty {
+            let rounds = applyNestedLocked(first: action, version: version)
+            context.pointee.callbackDepth -= 1
+            applyingThread.store(0, ordering: .relaxed)
+            self.core.unlock()
+            deliver(rounds, context: context)
             return
         }
-        releaseRetiredIfFree(core)
-        if core.pointee.observerCount == 0 {
-            applyingThread.store(0, ordering: .relaxed)
-            pthread_mutex_unlock(mutex)
+        context.pointee.callbackDepth -= 1
+        applyingThread.store(0, ordering: .relaxed)
+        guard core.pointee.observers.count > 0 else {
+            self.core.unlock()
             return
         }
         let observers = core.pointee.observers
-        if claimFastDeliveryLocked(me) {
-            // The common case: the list is walked as read under the lock, not retained (it is
-            // retired, not released, if it is replaced meanwhile).
-            applyingThread.store(0, ordering: .relaxed)
-            pthread_mutex_unlock(mutex)
-            let notification = StoreNotification(
-                name: .stateDidChange, version: version, actionIdentifier: action.identifier)
-            observers._withUnsafeGuaranteedRef { callFast($0, with: notification) }
-            finishFastDelivery()
-            return
-        }
-        let retained = observers.takeUnretainedValue()
-        applyingThread.store(0, ordering: .relaxed)
-        pthread_mutex_unlock(mutex)
-        deliverElsewhere([
+        self.core.unlock()
+        deliver(
             NotificationRound(
                 notification: StoreNotification(
                     name: .stateDidChange, version: version, actionIdentifier: action.identifier),
-                observers: retained)
-        ])
+                observers: observers),
+            context: context)
     }
 
-    /// Applies the actions the reducers dispatched (FIFO) before the lock is released, then
-    /// releases it and notifies every one of them in version order. The caller holds the lock
-    /// and has applied `first`.
-    private func dispatchNestedLocked(first: any Action, version: UInt64, thread me: UInt) {
-        let core = self.core
+    /// Applies the actions the reducers dispatched (FIFO) before the lock is released, and
+    /// returns the rounds to notify, in version order. The caller holds the lock and has applied
+    /// `first`.
+    private func applyNestedLocked(first: any Action, version: UInt64) -> [NotificationRound] {
+        let core = self.core.valuePointer
         var rounds = [
             NotificationRound(
                 notification: StoreNotification(
                     name: .stateDidChange, version: version, actionIdentifier: first.identifier),
-                observers: core.pointee.observers.takeUnretainedValue())
+                observers: core.pointee.observers)
         ]
-        while core.pointee.nestedHead < core.pointee.nested.count {
-            let next = core.pointee.nested[core.pointee.nestedHead]
-            core.pointee.nestedHead += 1
-            let nextVersion = apply(next)
+        var next = 0
+        while next < core.pointee.nested.count {
+            let action = core.pointee.nested[next]
+            next += 1
+            let nextVersion = apply(action)
             rounds.append(
                 NotificationRound(
                     notification: StoreNotification(
                         name: .stateDidChange, version: nextVersion,
-                        actionIdentifier: next.identifier),
-                    observers: core.pointee.observers.takeUnretainedValue()))
+                        actionIdentifier: action.identifier),
+                    observers: core.pointee.observers))
         }
         core.pointee.nested.removeAll(keepingCapacity: true)
-        core.pointee.nestedHead = 0
-        let fast = claimFastDeliveryLocked(me)
-        applyingThread.store(0, ordering: .relaxed)
-        pthread_mutex_unlock(mutex)
-        if fast {
-            delivery.pointee.pending.append(contentsOf: rounds)
-            finishFastDelivery()
-        } else {
-            deliverElsewhere(rounds)
-        }
+        return rounds
     }
 
     /// Runs the reducers for one action and counts it. The caller holds the lock.
     @inline(__always)
     private func apply(_ action: any Action) -> UInt64 {
-        let core = self.core
+        let core = self.core.valuePointer
         let state = stateAddress
         for reducer in reducers {
             reducer(state, action)

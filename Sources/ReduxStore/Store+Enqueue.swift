@@ -1,4 +1,6 @@
+import DequeModule
 import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -6,46 +8,53 @@ import Musl
 #endif
 
 /// The store's own serial queue of actions given to ``Store/enqueueAction(_:)``.
-final class EnqueuedActions: @unchecked Sendable {
-    // @unchecked: every var below is touched only while holding `mutex`.
+final class EnqueuedActions: Sendable {
+    /// Where the drains run.
     let queue = DispatchQueue(label: "ReduxStore.enqueue")
-    let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// Signalled each time an enqueued action was applied.
-    let applied: UnsafeMutablePointer<pthread_cond_t>
+    /// What enqueuers, the drain and flushes share; its condition is signalled each time an
+    /// enqueued action counts as applied.
+    let state = Locked(Backlog())
+    init() { ForkGeneration.watch() }
 
-    var actions: [any Action] = []
-    var head = 0
-    var enqueuedCount: UInt64 = 0
-    /// Actions taken off the queue to be applied.
-    var dequeuedCount: UInt64 = 0
-    /// Actions applied whose synchronous observers all ran: what `flush` waits for.
-    var appliedCount: UInt64 = 0
-    /// A drain is scheduled or running.
-    var draining = false
-    /// The thread applying an enqueued action right now, or 0.
-    var drainingThread: UInt = 0
-    /// How many drains are running on the draining thread: 2 while an observer of an enqueued
-    /// action flushes (and so drains the rest itself).
-    var drainDepth = 0
-    /// Actions the inner drain applied whose notifications wait for the current round to end:
-    /// counted as applied when the outer action's dispatch returned.
-    var appliedAwaitingRound: UInt64 = 0
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        applied = .allocate(capacity: 1)
-        applied.initialize(to: pthread_cond_t())
-        pthread_cond_init(applied, nil)
+    struct Backlog {
+        /// Actions not yet taken off the queue: only the backlog, never the history (an
+        /// action is dropped as soon as it is taken off).
+        var actions = Deque<any Action>()
+        var enqueuedCount: UInt64 = 0
+        /// Actions taken off the queue to be applied.
+        var dequeuedCount: UInt64 = 0
+        /// Actions applied whose synchronous observers all ran: what `flush` waits for.
+        var appliedCount: UInt64 = 0
+        /// A drain is scheduled or running.
+        var draining = false
+        /// The thread applying an enqueued action right now, or 0.
+        var drainingThread: UInt = 0
+        /// How many drains are running on the draining thread: 2 while an observer of an
+        /// enqueued action flushes (and so drains the rest itself).
+        var drainDepth = 0
+        /// Actions the inner drain applied whose notifications wait for the current round to
+        /// end: counted as applied when the outer action's dispatch returned.
+        var appliedAwaitingRound: UInt64 = 0
     }
+}
 
-    deinit {
-        pthread_cond_destroy(applied)
-        applied.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
+/// Tells whether this process is a child made by `fork()` (and not yet replaced by `exec`).
+/// The store's queue runs on libdispatch, which does not work in such a child (its worker
+/// threads are not there, and a queue inherited from the parent may be locked for good): there
+/// enqueueing and flushing are refused instead of hanging.
+enum ForkGeneration {
+    private static let forks = Atomic<UInt64>(0)
+    private static let handlerInstalled: Void = {
+        pthread_atfork(nil, nil) { ForkGeneration.childStarted() }
+    }()
+
+    private static func childStarted() { forks.wrappingAdd(1, ordering: .relaxed) }
+
+    /// Installs the fork handler; the store does it when it is made.
+    static func watch() { _ = handlerInstalled }
+
+    /// Whether this process is a forked child.
+    static var isForkedChild: Bool { forks.load(ordering: .relaxed) != 0 }
 }
 
 extension Store {
@@ -54,25 +63,33 @@ extension Store {
     /// same total order as every other action; their synchronous observers run on that queue.
     ///
     /// Cost: one lock and, for the first action of a burst, one block scheduled on the queue.
-    /// The store stays alive until its enqueued actions were applied.
+    /// The store stays alive until its enqueued actions were applied. Memory follows the
+    /// backlog: an applied action is not kept.
+    ///
+    /// - Precondition: this process is not a child made by `fork()` (libdispatch, which runs the
+    ///   queue, does not work there).
     public func enqueueAction(_ action: some Action) {
         enqueue(erased: action)
     }
 
+    /// Whether enqueueing and flushing work in this process: not in a child made by `fork()`
+    /// (see ``ForkGeneration``).
+    package var canEnqueue: Bool { !ForkGeneration.isForkedChild }
+
     /// ``enqueueAction(_:)`` for an action already in an existential box (kept as it is).
     package func enqueue(erased action: any Action) {
-        let queue = enqueued
-        pthread_mutex_lock(queue.mutex)
-        queue.actions.append(action)
-        queue.enqueuedCount += 1
-        let schedule = !queue.draining
-        queue.draining = true
-        pthread_mutex_unlock(queue.mutex)
+        precondition(canEnqueue, "ReduxStore: enqueueAction in a child process made by fork()")
+        let schedule = enqueued.state.withLock { backlog -> Bool in
+            backlog.actions.append(action)
+            backlog.enqueuedCount += 1
+            defer { backlog.draining = true }
+            return !backlog.draining
+        }
         if schedule {
             // Through the type-erased face: a block that runs elsewhere must not capture the
             // (possibly non-Sendable) `State.Type`.
             let store: any AnyStore = self
-            queue.queue.async { store.drainEnqueued(upTo: nil) }
+            enqueued.queue.async { store.drainEnqueued(upTo: nil) }
         }
     }
 
@@ -82,21 +99,28 @@ extension Store {
     /// Called from an observer of an enqueued action (on the store's queue), it applies the
     /// remaining enqueued actions itself, in order, rather than wait for itself. Called from
     /// inside a reducer it returns at once: no action can be applied until the reducer returns.
+    ///
+    /// - Precondition: this process is not a child made by `fork()` (libdispatch, which runs the
+    ///   queue, does not work there).
     public func flush() {
         if isInsideReducer { return }
-        let queue = enqueued
+        precondition(canEnqueue, "ReduxStore: flush in a child process made by fork()")
         let me = currentThreadID()
-        pthread_mutex_lock(queue.mutex)
-        let target = queue.enqueuedCount
-        if queue.drainingThread == me {
-            pthread_mutex_unlock(queue.mutex)
+        let lock = enqueued.state
+        lock.lock()
+        let target = lock.valuePointer.pointee.enqueuedCount
+        if lock.valuePointer.pointee.drainingThread == me {
+            lock.unlock()
             drainEnqueued(upTo: target)
             return
         }
-        while queue.appliedCount < target {
-            pthread_cond_wait(queue.applied, queue.mutex)
-        }
-        pthread_mutex_unlock(queue.mutex)
+        while lock.valuePointer.pointee.appliedCount < target { lock.wait() }
+        lock.unlock()
+    }
+
+    /// Whether every action enqueued so far was applied and its synchronous observers ran.
+    package var isQueueIdle: Bool {
+        enqueued.state.withLock { $0.appliedCount == $0.enqueuedCount }
     }
 
     /// Applies enqueued actions in order until the queue is empty (the scheduled drain, `target`
@@ -106,39 +130,36 @@ extension Store {
     /// after the outer action's round; it counts as applied (for `flush` on other threads) once
     /// the outer action's dispatch returned.
     package func drainEnqueued(upTo target: UInt64?) {
-        let queue = enqueued
         let me = currentThreadID()
-        pthread_mutex_lock(queue.mutex)
-        queue.drainDepth += 1
+        let lock = enqueued.state
+        let backlog = lock.valuePointer
+        lock.lock()
+        backlog.pointee.drainDepth += 1
         while true {
-            if let target, queue.dequeuedCount >= target { break }
-            if queue.head == queue.actions.count {
-                queue.actions.removeAll(keepingCapacity: true)
-                queue.head = 0
+            if let target, backlog.pointee.dequeuedCount >= target { break }
+            guard let action = backlog.pointee.actions.popFirst() else {
                 if target == nil {
-                    queue.draining = false
-                    queue.drainingThread = 0
+                    backlog.pointee.draining = false
+                    backlog.pointee.drainingThread = 0
                 }
                 break
             }
-            let action = queue.actions[queue.head]
-            queue.head += 1
-            queue.dequeuedCount += 1
-            queue.drainingThread = me
-            pthread_mutex_unlock(queue.mutex)
+            backlog.pointee.dequeuedCount += 1
+            backlog.pointee.drainingThread = me
+            lock.unlock()
 
             dispatch(erased: action)
 
-            pthread_mutex_lock(queue.mutex)
-            if queue.drainDepth == 1 {
-                queue.appliedCount += 1 + queue.appliedAwaitingRound
-                queue.appliedAwaitingRound = 0
-                pthread_cond_broadcast(queue.applied)
+            lock.lock()
+            if backlog.pointee.drainDepth == 1 {
+                backlog.pointee.appliedCount += 1 + backlog.pointee.appliedAwaitingRound
+                backlog.pointee.appliedAwaitingRound = 0
+                lock.broadcast()
             } else {
-                queue.appliedAwaitingRound += 1
+                backlog.pointee.appliedAwaitingRound += 1
             }
         }
-        queue.drainDepth -= 1
-        pthread_mutex_unlock(queue.mutex)
+        backlog.pointee.drainDepth -= 1
+        lock.unlock()
     }
 }

@@ -1,9 +1,34 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+
+// How observers are called, and who waits for whom.
+//
+// A dispatch reads the observer list under the store's lock, retains it, releases the lock and
+// calls the observers of that list in order. The list is immutable: adding or removing an
+// observer makes a new one, so calls in progress are not disturbed. Each call of an observer is
+// counted in and out on its entry (``ObserverEntry``); removal takes the entry out of the list
+// under the lock, marks it removed (no call begins after that), and — when the remover is outside
+// every callback — waits on the entry's condition variable until the calls running on other
+// threads have ended. An action dispatched from inside an observer is applied at once and its
+// round is queued in this thread's delivery frame for the store (``ThreadContext``), to be
+// delivered after the current round.
+//
+// Waiting rules (no combination of the store's calls deadlocks):
+// 1. The store's lock is held only while applying actions (reducers included) and while reading
+//    or replacing the observer list or the snapshot tape. Nothing waits while holding it, and no
+//    observer runs under it.
+// 2. `removeObserver` waits for another thread's running call of that observer only when the
+//    calling thread is outside every reducer, observer and autosave error handler of every store
+//    (its thread context's callback depth is 0). Such a thread is holding up no callback, so the
+//    call it waits for can finish. Inside a callback removal does not wait; the release handler
+//    (`onRelease`, C's release callback) tells when the observer's context may be freed.
+// 3. `flush` waits for the store's queue to apply what was enqueued before it; from inside a
+//    callback running on the queue's own thread it applies the rest itself instead, and from
+//    inside a reducer it returns at once. The queue's thread never waits for a flush.
+// 4. The entry locks, the queue's lock and the autosave lock are leaves: held for a few
+//    instructions, never while calling user code or taking another lock.
+// What remains is the caller's: a callback that waits for another thread which is itself
+// waiting for that callback (two stores' queues flushing each other from their observers, say)
+// is a cycle no library can break.
 
 extension Store {
     /// Registers an observer, NotificationCenter-style, and returns its token.
@@ -33,74 +58,57 @@ extension Store {
         queue: DispatchQueue? = nil,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
-        addObserver(named: name, queue: queue, using: block)
+        addObserver(named: name, queue: queue, onRelease: nil, using: block)
     }
 
     /// Registers an observer of `name`, or of every notification when `name` is `nil`.
+    ///
+    /// - Parameter onRelease: runs once when the observer can never be called again: after its
+    ///   removal and the end of its last running call, or when the store goes away. It runs on
+    ///   the thread that removed the observer, that ended its last call, or that dropped the
+    ///   store.
     package func addObserver(
         named name: StoreNotification.Name?,
         queue: DispatchQueue?,
+        onRelease: (@Sendable () -> Void)?,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         withCoreLocked { core, insideReducer in
             // Inside a reducer the action in progress will be version + 1: start after it.
-            let first = publishedVersion.load(ordering: .acquiring) + (insideReducer ? 2 : 1)
-            let entry = ObserverEntry(name: name, queue: queue, firstVersion: first, block: block)
-            core.pointee.replaceObservers(
-                with: core.pointee.observers.takeUnretainedValue().array + [entry])
-            releaseRetiredIfFree(core)
+            let first = core.pointee.version + (insideReducer ? 2 : 1)
+            let entry = ObserverEntry(
+                name: name, queue: queue, firstVersion: first, onRelease: onRelease, block: block)
+            core.pointee.observers = ObserverList(core.pointee.observers.array + [entry])
             return entry.token
         }
     }
 
     /// Removes the observer with `token`. Once it returns, the observer is never called again,
-    /// not even for a round in progress; a call running on another thread is waited for. From
-    /// inside the observer itself it returns at once. From inside a reducer it does not wait for
-    /// calls running on other threads (they may be waiting for the reducer), but none begins.
+    /// not even for a round in progress. A call running on another thread is waited for, unless
+    /// this thread is inside a reducer or observer (of any store): there removal returns at
+    /// once, as waiting could deadlock.
     ///
     /// - Returns: `false`, doing nothing, when the token is unknown to this store or was
     ///   already removed.
     @discardableResult
     public func removeObserver(_ token: ObserverToken) -> Bool {
-        let (removed, insideReducer) = withCoreLocked {
-            core, insideReducer -> (ObserverEntry?, Bool) in
-            let list = core.pointee.observers.takeUnretainedValue()
-            guard let index = list.index(of: token) else { return (nil, insideReducer) }
+        let removed = withCoreLocked { core, _ -> ObserverEntry? in
+            let list = core.pointee.observers
+            guard let index = list.index(of: token) else { return nil }
             var entries = list.array
             let entry = entries.remove(at: index)
-            core.pointee.replaceObservers(with: entries)
-            releaseRetiredIfFree(core)
-            return (entry, insideReducer)
+            core.pointee.observers = ObserverList(entries)
+            return entry
         }
-        guard let removed, removed.markRemoved() else { return false }
-        // Inside a reducer, waiting for another thread's call could deadlock: that call may be
-        // dispatching to this store. No new call begins either way.
-        if insideReducer { return true }
-        let me = currentThreadID()
-        let id = UInt(bitPattern: ObjectIdentifier(removed))
-        // A call on the fast path: by another thread, wait for it; by this thread (the observer
-        // removing itself, or removed from a store it dispatched to), do not.
-        let callingHere = deliveryOwner.load(ordering: .sequentiallyConsistent) == me
-        if !callingHere {
-            removed.waitWhile { self.callingEntry.load(ordering: .sequentiallyConsistent) == id }
-        }
-        // Calls counted on the slow path and on queues, less those running on this thread.
-        removed.waitForCountedCalls()
+        guard let removed else { return false }
+        removed.markRemoved()
+        if !ThreadContext.isInsideCallback { removed.waitUntilReleased() }
         return true
     }
 
     /// The number of observers registered now.
     public var observerCount: Int {
-        withCoreLocked { core, _ in core.pointee.observerCount }
-    }
-
-    /// Releases retired observer lists if no fast delivery can be walking one. Holds the lock.
-    @inline(__always)
-    func releaseRetiredIfFree(_ core: UnsafeMutablePointer<StoreCore>) {
-        if !core.pointee.retiredObservers.isEmpty,
-           deliveryOwner.load(ordering: .acquiring) == 0 {
-            core.pointee.releaseRetiredObservers()
-        }
+        withCoreLocked { core, _ in core.pointee.observers.count }
     }
 
     /// Runs `body` with the core, holding the lock unless this thread already holds it (inside
@@ -108,88 +116,52 @@ extension Store {
     func withCoreLocked<T, E: Error>(
         _ body: (UnsafeMutablePointer<StoreCore>, _ insideReducer: Bool) throws(E) -> T
     ) throws(E) -> T {
-        if isInsideReducer { return try body(core, true) }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(core, false)
+        if isInsideReducer { return try body(core.valuePointer, true) }
+        core.lock()
+        defer { core.unlock() }
+        return try body(core.valuePointer, false)
     }
 
-    /// Takes the fast delivery path for this thread if it is free and no thread is delivering
-    /// this store's notifications on the slow path. The caller holds the lock: only a lock holder
-    /// sets the owner, so a plain load and store do.
+    /// Delivers one round of notifications on this thread; the caller released the lock. From
+    /// inside an observer of this store on this thread, the round is queued behind the round in
+    /// progress instead.
     @inline(__always)
-    func claimFastDeliveryLocked(_ me: UInt) -> Bool {
-        guard deliveryOwner.load(ordering: .relaxed) == 0,
-              slowDeliveries.load(ordering: .relaxed) == 0
-        else { return false }
-        deliveryOwner.store(me, ordering: .relaxed)
-        return true
-    }
-
-    /// Delivers the rounds queued on the fast path until none is left, then gives it up.
-    func finishFastDelivery() {
-        let delivery = self.delivery
-        if !delivery.pointee.pending.isEmpty {
-            while delivery.pointee.next < delivery.pointee.pending.count {
-                let round = delivery.pointee.pending[delivery.pointee.next]
-                delivery.pointee.next += 1
-                callFast(round.observers, with: round.notification)
-            }
-            delivery.pointee.pending.removeAll(keepingCapacity: true)
-            delivery.pointee.next = 0
-        }
-        deliveryOwner.store(0, ordering: .releasing)
-    }
-
-    /// Rounds that could not take the fast path: queued behind the current round if this thread
-    /// is delivering this store's notifications already, else delivered on the slow path.
-    func deliverElsewhere(_ rounds: [NotificationRound]) {
-        if deliveryOwner.load(ordering: .relaxed) == currentThreadID() {
-            // Dispatched from inside an observer this thread calls on the fast path.
-            delivery.pointee.pending.append(contentsOf: rounds)
-            return
-        }
-        let context = ThreadContext.current
+    func deliver(_ round: NotificationRound, context: UnsafeMutablePointer<ThreadContext>) {
         let id = ObjectIdentifier(self)
         if let frame = context.pointee.frameIndex(for: id) {
-            // Inside a slow-path notification of this store on this thread: after the round.
-            context.pointee.frames[frame].pending.append(contentsOf: rounds)
+            context.pointee.append(round, toFrame: frame)
             return
         }
-        slowDeliveries.wrappingAdd(1, ordering: .relaxed)
-        context.pointee.frames.append(DeliveryFrame(store: id, pending: rounds))
-        let frame = context.pointee.frames.count - 1
-        while context.pointee.frames[frame].next < context.pointee.frames[frame].pending.count {
-            let round = context.pointee.frames[frame].pending[context.pointee.frames[frame].next]
-            context.pointee.frames[frame].next += 1
-            for entry in round.observers.entries {
-                entry._withUnsafeGuaranteedRef { entry in
-                    if entry.wants(round.notification) { entry.deliver(round.notification) }
-                }
-            }
-        }
-        context.pointee.frames.removeLast()
-        slowDeliveries.wrappingSubtract(1, ordering: .relaxed)
+        let frame = context.pointee.pushFrame(for: id)
+        context.pointee.callbackDepth += 1
+        call(round)
+        while let next = context.pointee.nextRound(inFrame: frame) { call(next) }
+        context.pointee.callbackDepth -= 1
+        context.pointee.popFrame()
     }
 
-    /// Calls the observers of one round on the fast path. Each synchronous call is announced in
-    /// `callingEntry` (a sequentially consistent store) before the observer's removed flag is
-    /// read, and the remover sets that flag before it reads `callingEntry`: so either the call
-    /// does not begin, or the remover sees it and waits.
+    /// Delivers rounds in order, as ``deliver(_:context:)`` delivers one.
+    func deliver(_ rounds: [NotificationRound], context: UnsafeMutablePointer<ThreadContext>) {
+        let id = ObjectIdentifier(self)
+        if let frame = context.pointee.frameIndex(for: id) {
+            for round in rounds { context.pointee.append(round, toFrame: frame) }
+            return
+        }
+        let frame = context.pointee.pushFrame(for: id)
+        for round in rounds { context.pointee.append(round, toFrame: frame) }
+        context.pointee.callbackDepth += 1
+        while let next = context.pointee.nextRound(inFrame: frame) { call(next) }
+        context.pointee.callbackDepth -= 1
+        context.pointee.popFrame()
+    }
+
+    /// Calls the observers of one round, in the order they were added.
     @inline(__always)
-    func callFast(_ observers: ObserverList, with notification: StoreNotification) {
-        for entry in observers.entries {
+    private func call(_ round: NotificationRound) {
+        // The round holds the list, and the list holds each entry: no retain per entry.
+        for entry in round.observers.entries {
             entry._withUnsafeGuaranteedRef { entry in
-                guard entry.wants(notification) else { return }
-                guard entry.queue == nil else {
-                    entry.deliver(notification)
-                    return
-                }
-                callingEntry.store(
-                    UInt(bitPattern: ObjectIdentifier(entry)), ordering: .sequentiallyConsistent)
-                if !entry.isRemoved { entry.block(notification) }
-                callingEntry.store(0, ordering: .releasing)
-                if entry.isRemoved { entry.wakeWaiters() }
+                if entry.wants(round.notification) { entry.deliver(round.notification) }
             }
         }
     }

@@ -12,11 +12,15 @@ extension Store {
     /// runs under the store's lock, the decode half outside it. The encoded tape is kept until
     /// the version changes, so N readers after one action cost one encode and N decodes.
     ///
-    /// Inside a reducer it does not deadlock: it returns the state as the reducers have left it
-    /// so far in the current action (encoded afresh, not kept).
+    /// Inside a reducer it never deadlocks. For a class state (the ReduxObjC shape) it returns
+    /// the state as the reducers have left it so far in the current action (encoded afresh, not
+    /// kept): each reducer works on its own copy of the reference, so the store's copy is free to
+    /// read. For a struct state it traps, as Swift traps on an exclusivity violation: the reducer
+    /// holds that state `inout`, so read the reducer's parameter instead.
     ///
-    /// - Precondition: the state's own `Codable` conformance does not throw; use
-    ///   ``snapshot()`` to get such a failure as an error instead of a trap.
+    /// - Precondition: the state's own `Codable` conformance does not throw, and the caller is
+    ///   not inside a reducer of a struct state; use ``snapshot()`` to get either as an error
+    ///   instead of a trap.
     public func currentState() -> State {
         do {
             return try snapshot()
@@ -28,7 +32,8 @@ extension Store {
     /// ``currentState()`` that throws, rather than traps, when the state's Codable conformance
     /// fails.
     ///
-    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/decode`` naming the coding path.
+    /// - Throws: ``StoreError`` naming the coding path when the state's Codable conformance
+    ///   fails; ``StoreError/Kind/invalidArgument`` inside a reducer of a struct state.
     public func snapshot() throws(StoreError) -> State {
         let tape = try encodedSnapshot()
         defer { tape.readers.wrappingSubtract(1, ordering: .releasing) }
@@ -40,14 +45,15 @@ extension Store {
     /// reducer, a fresh tape of the state as it is now.
     package func encodedSnapshot() throws(StoreError) -> SnapshotTape {
         if isInsideReducer {
+            try checkReadableInsideReducer("currentState()")
             let tape = SnapshotTape()
-            try core.pointee.encoder.encode(state.pointee, into: tape)
+            try core.valuePointer.pointee.encoder.encode(state.pointee, into: tape)
             tape.readers.wrappingAdd(1, ordering: .relaxed)
             return tape
         }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        let core = self.core
+        core.lock()
+        defer { core.unlock() }
+        let core = self.core.valuePointer
         if let tape = core.pointee.tape, core.pointee.tapeVersion == core.pointee.version {
             tape.readers.wrappingAdd(1, ordering: .relaxed)
             return tape
@@ -74,9 +80,25 @@ extension Store {
     /// reducer: as the reducers left it so far). `body` must not keep the state or dispatch.
     ///
     /// The C face reads through it: a json-c snapshot, a saved file.
-    package func withLockedState<T, E: Error>(
-        _ body: (borrowing State, _ version: UInt64) throws(E) -> T
-    ) throws(E) -> T {
-        try withCoreLocked { (core, _) throws(E) in try body(state.pointee, core.pointee.version) }
+    ///
+    /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer of a struct state (see
+    ///   ``currentState()``), or what `body` throws.
+    package func withLockedState<T>(
+        _ body: (borrowing State, _ version: UInt64) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        try withCoreLocked { (core, insideReducer) throws(StoreError) in
+            if insideReducer { try checkReadableInsideReducer("reading the state") }
+            return try body(state.pointee, core.pointee.version)
+        }
+    }
+
+    /// Refuses a read of a struct state from inside a reducer, which holds it `inout`.
+    private func checkReadableInsideReducer(_ what: String) throws(StoreError) {
+        guard readableInsideReducer else {
+            throw StoreError(
+                .invalidArgument,
+                "\(what) inside a reducer of a store whose state is a struct: the reducer holds "
+                    + "the state inout, so read the reducer's state parameter instead")
+        }
     }
 }

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -27,38 +26,32 @@ import Musl
 /// nothing of the state, so its cost does not depend on the state's size.
 public final class Store<State: Codable>: @unchecked Sendable {
     // @unchecked: the state and every mutable field live behind `state` and `core`, which only
-    // the thread holding `mutex` touches (or the thread applying an action, which holds it); the
-    // rest is atomic or immutable.
+    // the thread holding `core`'s lock touches; the rest is atomic or immutable.
 
     /// The reducers, each erased to a function of the state's address. Nothing on the dispatch
     /// path has a type that depends on `State`, so a dispatch looks up no generic metadata; and
     /// a buffer the store owns, not an array, so walking it costs no retain and release.
     let reducers: UnsafeMutableBufferPointer<ErasedReducer>
-    /// Guards `state` and `core`.
-    let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    /// The state; guarded by `mutex`.
+    /// The state; guarded by `core`'s lock. Kept behind a pointer the store owns: a reducer
+    /// mutates it in place through `inout`, with no run-time exclusivity check.
     let state: UnsafeMutablePointer<State>
     /// `state`, as the erased reducers take it.
     let stateAddress: UnsafeMutableRawPointer
-    /// Everything else that changes with each action; guarded by `mutex`.
-    let core: UnsafeMutablePointer<StoreCore>
-    /// The thread applying an action right now (holding `mutex`), or 0: how a dispatch, a read or
+    /// Everything else that changes with each action, and the store's one lock: it guards
+    /// `state` and the core.
+    let core: Locked<StoreCore>
+    /// The thread applying an action right now (holding the lock), or 0: how a dispatch, a read or
     /// an observer change from inside a reducer is recognised, without taking the lock again.
     let applyingThread = Atomic<UInt>(0)
     /// The version of the last completed action, readable without the lock.
     let publishedVersion = Atomic<UInt64>(0)
+    /// Whether `currentState()`, `snapshot()` and `save(to:)` may read the state from inside a
+    /// reducer: only for a class state, which the reducers receive as a copy of the reference
+    /// (see ``init(erasedReducers:adopting:version:encoder:)``); a struct state is held `inout`
+    /// by the reducer, and reading it meanwhile would be an overlapping access.
+    let readableInsideReducer: Bool
     /// Actions given to ``enqueueAction(_:)`` and not yet applied.
     let enqueued: EnqueuedActions
-    /// The thread delivering notifications on the fast path, or 0 (see ``DeliveryState``). Set
-    /// only under the lock (by a dispatch that found it 0); cleared by its owner.
-    let deliveryOwner = Atomic<UInt>(0)
-    /// The synchronous observer the fast path's owner is calling right now (its object
-    /// identifier's bits), or 0: what a remover on another thread waits for.
-    let callingEntry = Atomic<UInt>(0)
-    /// Deliveries of this store in progress on the slow path, on all threads.
-    let slowDeliveries = Atomic<Int>(0)
-    /// What only the fast path's owner touches: its pending rounds and the observer it calls.
-    let delivery: UnsafeMutablePointer<DeliveryState>
     /// The running autosave, if any (``startAutosave(to:policy:onError:)``).
     let autosaver = Locked<Autosaver?>(nil)
 
@@ -90,34 +83,49 @@ public final class Store<State: Codable>: @unchecked Sendable {
         reducers: [Reducer<State>], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder()
     ) {
-        self.init(
-            erasedReducers: reducers.map { reducer in
+        let erased: [ErasedReducer]
+        if State.self is AnyObject.Type {
+            // A class state: each reducer gets its own copy of the reference, so the stored
+            // reference is never held `inout` and a read from inside the reducer (through the
+            // store) is no overlapping access. A reducer that assigns a new object replaces
+            // the stored one when it returns.
+            erased = reducers.map { reducer in
+                { address, action in
+                    let stored = address.assumingMemoryBound(to: State.self)
+                    var reference = stored.pointee
+                    reducer(&reference, action)
+                    stored.pointee = reference
+                }
+            }
+        } else {
+            erased = reducers.map { reducer in
                 { address, action in
                     reducer(&address.assumingMemoryBound(to: State.self).pointee, action)
                 }
-            },
-            adopting: state, version: version, encoder: encoder)
+            }
+        }
+        self.init(erasedReducers: erased, adopting: state, version: version, encoder: encoder)
     }
 
     /// Creates a store whose reducers take the state's address, for callers that need not reach
     /// the state through its Swift type (the C face's reducers work on the json-c tree itself).
+    ///
+    /// - Parameter readableInsideReducer: whether the reducers leave `state` free for reads while
+    ///   they run (true when they never form an `inout` access to it, as the C face's reducers;
+    ///   by default true for a class state only).
     package init(
         erasedReducers reducers: [ErasedReducer], adopting state: State, version: UInt64,
-        encoder: SnapshotEncoder = SnapshotEncoder()
+        encoder: SnapshotEncoder = SnapshotEncoder(),
+        readableInsideReducer: Bool = State.self is AnyObject.Type
     ) {
         self.reducers = .allocate(capacity: reducers.count)
         _ = self.reducers.initialize(from: reducers)
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
         self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)
         stateAddress = UnsafeMutableRawPointer(self.state)
-        core = .allocate(capacity: 1)
-        core.initialize(to: StoreCore(version: version, encoder: encoder))
-        delivery = .allocate(capacity: 1)
-        delivery.initialize(to: DeliveryState())
+        core = Locked(StoreCore(version: version, encoder: encoder))
         publishedVersion.store(version, ordering: .relaxed)
+        self.readableInsideReducer = readableInsideReducer
         enqueued = EnqueuedActions()
     }
 
@@ -127,18 +135,18 @@ public final class Store<State: Codable>: @unchecked Sendable {
     }
 
     deinit {
-        core.pointee.releaseRetiredObservers()
-        core.pointee.observers.release()
-        delivery.deinitialize(count: 1)
-        delivery.deallocate()
-        core.deinitialize(count: 1)
-        core.deallocate()
+        finishAutosaveAtDeinit()
+        // No notification comes any more: the observers are released (their release handlers
+        // run now, or after a queued delivery still pending), so an async sequence ends.
+        let observers = core.withLock { core in
+            defer { core.observers = .empty }
+            return core.observers
+        }
+        for entry in observers.entries { entry._withUnsafeGuaranteedRef { $0.storeDidGoAway() } }
         state.deinitialize(count: 1)
         state.deallocate()
         reducers.deinitialize()
         reducers.deallocate()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
     }
 
     /// The number of actions applied so far: 0 for a new store, +1 for each applied action.
@@ -158,36 +166,18 @@ public final class Store<State: Codable>: @unchecked Sendable {
 package typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
 
 /// Everything of a store that changes with each action, but the state itself: kept together
-/// behind one pointer and the store's lock. Not generic, so reaching a field costs no metadata.
+/// behind the store's lock. Not generic, so reaching a field costs no metadata.
 struct StoreCore {
     var version: UInt64 = 0
     /// Actions dispatched from inside a reducer, applied after the current one (FIFO).
     var nested: [any Action] = []
-    var nestedHead = 0
-    /// Registered observers in the order they were added, retained once through this field. A
-    /// delivery on the fast path walks the list it read under the lock without retaining it.
-    var observers: Unmanaged<ObserverList> = .passRetained(ObserverList.empty)
-    var observerCount = 0
-    /// Lists replaced while the fast path's owner may still be walking them: released once the
-    /// fast path is seen free under the lock (a new owner reads the current list only).
-    var retiredObservers: [Unmanaged<ObserverList>] = []
+    /// Registered observers in the order they were added. Immutable: a change makes a new list,
+    /// so a delivery walks the list it took (and retained) under the lock.
+    var observers: ObserverList = .empty
     /// The snapshot of `tapeVersion`, kept until the version changes.
     var tape: SnapshotTape?
     var tapeVersion: UInt64 = .max
     let encoder: SnapshotEncoder
-
-    /// Replaces the observer list, keeping the old one until no fast delivery can be walking it.
-    mutating func replaceObservers(with entries: [ObserverEntry]) {
-        retiredObservers.append(observers)
-        observers = .passRetained(ObserverList(entries))
-        observerCount = entries.count
-    }
-
-    /// Releases the retired lists; the caller holds the lock and saw no fast-path owner.
-    mutating func releaseRetiredObservers() {
-        for list in retiredObservers { list.release() }
-        retiredObservers.removeAll()
-    }
 
     init(version: UInt64, encoder: SnapshotEncoder) {
         self.version = version

@@ -14,10 +14,12 @@ public func rdx_store_create(
 ) -> OpaquePointer? {
     constructing(status) { () throws(StoreError) in
         let reducers = try CReducerList.check(reducers, reducerCount)
+        // NULL is how json-c's parsers say they failed: never taken for a null state.
+        let initialState = try CInput.required(initialState, "initial_state")
         // Checked here with its name in the words; then copied as it is (not checked again).
         try CInput.tree(initialState, "initial_state")
         let state = JSONCTree(adopting: try JSONCTree.deepCopy(initialState))
-        return JSONStateStore(state: state, version: 0, reducers: reducers)
+        return JSONCTreeStoreHandle(state: state, version: 0, reducers: reducers)
     }
 }
 
@@ -30,7 +32,12 @@ public func rdx_store_open(
         let path = String(cString: try CInput.required(path, "path"))
         let reducers = try CReducerList.check(reducers, reducerCount)
         let (state, version) = try StoreFile.readState(JSONCTree.self, from: path)
-        return JSONStateStore(state: state, version: version, reducers: reducers)
+        guard state.object != nil else {
+            throw StoreError(
+                .corrupt, "\(path): state: a C store's state is not null (its reducers could not "
+                    + "mutate it)")
+        }
+        return JSONCTreeStoreHandle(state: state, version: version, reducers: reducers)
     }
 }
 
@@ -64,7 +71,10 @@ public func rdx_store_enqueue_action(
 @c @implementation
 public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
-        try CStoreHandle.with(store) { $0.flush() }
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            try handle.checkCanEnqueue()
+            handle.flush()
+        }
     }
 }
 
@@ -94,15 +104,15 @@ public func rdx_store_add_observer(
     _ store: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
     _ context: UnsafeMutableRawPointer?
 ) -> UInt64 {
-    do {
-        return try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            let observer = try CInput.required(observer, "observer")
-            return handle.addObserver(name: name, observer: observer, context: context).rawValue
-        }
-    } catch {
-        _ = error.record()
-        return 0
-    }
+    addObserver(store, name, observer, context, nil)
+}
+
+@c @implementation
+public func rdx_store_add_observer_full(
+    _ store: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
+    _ context: UnsafeMutableRawPointer?, _ releaseContext: rdx_release_fn?
+) -> UInt64 {
+    addObserver(store, name, observer, context, releaseContext)
 }
 
 @c @implementation
@@ -130,14 +140,15 @@ public func rdx_store_save(_ store: OpaquePointer?, _ path: UnsafePointer<CChar>
 @c @implementation
 public func rdx_store_retain(_ store: OpaquePointer?) -> OpaquePointer? {
     guard let store else { return nil }
-    _ = Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(store)).retain()
+    CStoreHandle.unretained(store).retain()
     return store
 }
 
 @c @implementation
 public func rdx_store_release(_ store: OpaquePointer?) {
     guard let store else { return }
-    Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(store)).release()
+    let handle = CStoreHandle.unretained(store)
+    withExtendedLifetime(handle) { handle.release() }
 }
 
 @c @implementation
@@ -162,7 +173,25 @@ public func rdx_last_error() -> UnsafePointer<CChar>? {
 
 @c @implementation
 public func rdx_version() -> UnsafePointer<CChar>? {
-    StaticText.pointer("0.1.0")
+    StaticText.libraryVersion
+}
+
+/// `rdx_store_add_observer` and `rdx_store_add_observer_full`.
+private func addObserver(
+    _ store: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
+    _ context: UnsafeMutableRawPointer?, _ release: rdx_release_fn?
+) -> UInt64 {
+    do {
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let observer = try CInput.required(observer, "observer")
+            return handle.addObserver(
+                name: name, observer: observer, context: context, release: release
+            ).rawValue
+        }
+    } catch {
+        _ = error.record()
+        return 0
+    }
 }
 
 /// `rdx_store_dispatch_action` and `rdx_store_enqueue_action`: the arguments checked, then the
@@ -173,6 +202,7 @@ private func dispatchFromC(
 ) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            if enqueue { try handle.checkCanEnqueue() }
             let identifier = try CInput.identifier(identifier)
             try CInput.tree(payload, "payload")
             try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue)
@@ -188,7 +218,7 @@ private func constructing(
     do {
         let handle = try body()
         status?.pointee = RDX_OK
-        return handle.retainedPointer()
+        return handle.openedPointer()
     } catch {
         status?.pointee = error.record()
         return nil

@@ -2,28 +2,36 @@ internal import CReduxStoreAPI
 import ReduxStore
 import Synchronization
 
-/// The object behind an `rdx_store *`, reference-counted by `rdx_store_retain` and
-/// `rdx_store_release` through `Unmanaged`.
+/// The object behind an `rdx_store *`.
 ///
-/// Each kind of store is a subclass of ``StoreHandle``: ``JSONStateStore`` (a store C created
-/// around a json-c tree) and ``SwiftStoreHandle`` (a Swift `Store<State>` handed to C). A C
-/// function reaches it through one virtual call on the borrowed handle: no existential, no retain.
+/// C's references are counted here (`rdx_store_retain`, `rdx_store_release`), apart from Swift's:
+/// while C holds any, the handle keeps itself alive (`lifecycle.keepAlive`). When the last one is
+/// dropped, ``close()`` applies what C enqueued, removes C's observers and lets the handle go; an
+/// observer that retains the store meanwhile simply becomes its owner, and the store lives on.
+/// Each C function holds a Swift reference to the handle for the whole call, and each C observer
+/// holds one for its call, so a callback may release, retain or remove anything.
+///
+/// Each kind of store is a subclass of ``StoreHandle``: ``JSONCTreeStoreHandle`` (a store C
+/// created around a json-c tree) and ``SwiftStoreHandle`` (a Swift `Store<State>` handed to C).
 class CStoreHandle: @unchecked Sendable {
-    // @unchecked: the only state is the Mutex-guarded token set; subclasses are Sendable.
+    // @unchecked: `references` is atomic, `lifecycle` is behind its lock; subclasses are Sendable.
 
-    /// The observers C registered through this handle. They are removed when the handle goes, so
-    /// a Swift store that outlives its C handle never calls C with a freed `rdx_store *`.
-    private let tokens = Locked<Set<ObserverToken>>([])
+    /// C's references.
+    private let references = Atomic<Int>(1)
+    private let lifecycle = Locked(Lifecycle())
+
+    private struct Lifecycle {
+        /// The handle itself while C holds references; dropped by ``close()``.
+        var keepAlive: CStoreHandle?
+        /// The observers C registered through this handle, removed when it closes.
+        var tokens: Set<ObserverToken> = []
+        /// Set by ``close()``: enqueueing is refused from then on.
+        var closed = false
+        /// An action was enqueued through this handle since ``close()`` last flushed.
+        var enqueuedSinceFlush = false
+    }
 
     init() {}
-
-    deinit {
-        // The last release waits for what C enqueued, so no reducer or observer of C's runs
-        // after rdx_store_release() returned. (Stored properties of the subclass are destroyed
-        // only after this deinit ran.)
-        flush()
-        for token in tokens.withLock({ $0 }) { _ = removeStoreObserver(token) }
-    }
 
     // MARK: What each kind of store provides
 
@@ -40,10 +48,14 @@ class CStoreHandle: @unchecked Sendable {
 
     var version: UInt64 { preconditionFailure("every kind of C store overrides \(#function)") }
 
+    /// Whether enqueueing and flushing work in this process (not in a forked child).
+    var canEnqueue: Bool { preconditionFailure("every kind of C store overrides \(#function)") }
+
     func flush() { preconditionFailure("every kind of C store overrides \(#function)") }
 
     func addStoreObserver(
-        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
+        name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
+        using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken { preconditionFailure("every kind of C store overrides \(#function)") }
 
     func removeStoreObserver(_ token: ObserverToken) -> Bool {
@@ -54,56 +66,126 @@ class CStoreHandle: @unchecked Sendable {
         preconditionFailure("every kind of C store overrides \(#function)")
     }
 
-    // MARK: Shared
+    // MARK: C's references
 
-    /// A NEW reference as an `rdx_store *`.
-    func retainedPointer() -> OpaquePointer {
-        OpaquePointer(Unmanaged.passRetained(self).toOpaque())
+    /// The handle as a NEW `rdx_store *` with one C reference: the handle keeps itself alive
+    /// until that reference and any added later are released.
+    func openedPointer() -> OpaquePointer {
+        lifecycle.withLock { $0.keepAlive = self }
+        return OpaquePointer(Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// Runs `body` with the handle behind a pointer C passed in, borrowed for the call (C holds a
-    /// reference, so no retain is needed); `RDX_EINVAL` for NULL.
+    /// `rdx_store_retain`.
+    func retain() {
+        references.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    /// `rdx_store_release`: the last reference closes the handle.
+    func release() {
+        if references.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            close()
+        }
+    }
+
+    /// Applies everything enqueued through this handle (its reducers and observers run before
+    /// this returns, and may enqueue more), refuses further enqueueing, removes C's observers
+    /// and drops the handle's hold on itself. If a callback retained the store meanwhile, the
+    /// store stays open: its new owner's last release closes it.
+    private func close() {
+        // (In a forked child nothing could be enqueued, and the queue does not run.)
+        while canEnqueue {
+            lifecycle.withLock { $0.enqueuedSinceFlush = false }
+            flush()
+            if !lifecycle.withLock({ $0.enqueuedSinceFlush }) { break }
+        }
+        let tokens = lifecycle.withLock { state -> Set<ObserverToken>? in
+            // A retain after the count reached 0 revived the store; a concurrent close of that
+            // owner's release may have closed it already.
+            guard !state.closed, references.load(ordering: .acquiring) == 0 else { return nil }
+            state.closed = true
+            defer { state.tokens = [] }
+            return state.tokens
+        }
+        guard let tokens else { return }
+        for token in tokens { _ = removeStoreObserver(token) }
+        lifecycle.withLock { $0.keepAlive = nil }
+    }
+
+    /// Runs `body` with the handle behind a pointer C passed in, holding a Swift reference to it
+    /// for the whole call; `RDX_EINVAL` for NULL.
     static func with<T>(
         _ pointer: OpaquePointer?, _ body: (CStoreHandle) throws(StoreError) -> T
     ) throws(StoreError) -> T {
         guard let pointer else { throw StoreError(.invalidArgument, "store is NULL") }
-        let result = Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(pointer))
-            ._withUnsafeGuaranteedRef { handle in
-                Result { () throws(StoreError) -> T in try body(handle) }
-            }
-        return try result.get()
+        let handle = Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(pointer))
+            .takeUnretainedValue()
+        return try withExtendedLifetime(handle) { () throws(StoreError) -> T in
+            try body(handle)
+        }
     }
 
-    /// Registers a C observer; it is called with this handle as its `rdx_store *`.
+    /// Refuses enqueueing and flushing in a child made by `fork()`, where the store's queue
+    /// (libdispatch) does not run: they could never finish.
+    func checkCanEnqueue() throws(StoreError) {
+        guard canEnqueue else {
+            throw StoreError(
+                .invalidArgument,
+                "enqueue and flush do not work in a child process made by fork(): the store's "
+                    + "queue runs on libdispatch, which such a child cannot use (exec first)")
+        }
+    }
+
+    /// The handle behind a pointer C passed in, for `rdx_store_retain` and `rdx_store_release`.
+    static func unretained(_ pointer: OpaquePointer) -> CStoreHandle {
+        Unmanaged<CStoreHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+    }
+
+    /// Enqueues through `body` unless the handle was closed (its last reference released).
+    func enqueueing(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+        try lifecycle.withLock { (state) throws(StoreError) in
+            guard !state.closed else {
+                throw StoreError(
+                    .invalidArgument,
+                    "store was released: its last reference is gone, so it applies nothing more")
+            }
+            state.enqueuedSinceFlush = true
+            try body()
+        }
+    }
+
+    /// Registers a C observer; it is called with this handle as its `rdx_store *`, and
+    /// `release` (if any) is called with `context` once it can never be called again.
     func addObserver(
         name: UnsafePointer<CChar>?, observer: @escaping rdx_observer_fn,
-        context: UnsafeMutableRawPointer?
+        context: UnsafeMutableRawPointer?, release: rdx_release_fn?
     ) -> ObserverToken {
-        let call = CObserverCall(
-            function: observer, context: context,
-            store: OpaquePointer(Unmanaged.passUnretained(self).toOpaque()))
+        let call = CObserverCall(function: observer, context: context, handle: self)
         let name = name.map { StoreNotification.Name(String(cString: $0)) }
-        let token = addStoreObserver(name: name) { notification in call(notification) }
-        tokens.withLock { _ = $0.insert(token) }
+        let onRelease = release.map { release in
+            CContextRelease(function: release, context: context).callAsFunction
+        }
+        let token = addStoreObserver(name: name, onRelease: onRelease) { call($0) }
+        lifecycle.withLock { _ = $0.tokens.insert(token) }
         return token
     }
 
     /// Removes an observer registered through this handle; `false` for any other token.
     func removeObserver(_ token: ObserverToken) -> Bool {
-        guard tokens.withLock({ $0.remove(token) }) != nil else { return false }
+        guard lifecycle.withLock({ $0.tokens.remove(token) }) != nil else { return false }
         return removeStoreObserver(token)
     }
 }
 
-/// A C observer and what it is called with.
+/// A C observer and what it is called with. It holds a reference to the handle, so the
+/// `rdx_store *` it passes stays valid for the call even if the observer releases it.
 struct CObserverCall: @unchecked Sendable {
-    // @unchecked: C promised the function may be called from any thread with this context; the
-    // store pointer is the handle, which outlives its observers.
+    // @unchecked: C promised the function may be called from any thread with this context.
     let function: rdx_observer_fn
     let context: UnsafeMutableRawPointer?
-    let store: OpaquePointer
+    let handle: CStoreHandle
 
     func callAsFunction(_ notification: StoreNotification) {
+        let store = OpaquePointer(Unmanaged.passUnretained(handle).toOpaque())
         if notification.name == .stateDidChange {
             function(store, StaticText.stateDidChange, notification.version, context)
         } else {
@@ -112,6 +194,15 @@ struct CObserverCall: @unchecked Sendable {
             }
         }
     }
+}
+
+/// A C observer's release callback and its context.
+struct CContextRelease: @unchecked Sendable {
+    // @unchecked: C promised the function may be called from any thread with this context.
+    let function: rdx_release_fn
+    let context: UnsafeMutableRawPointer?
+
+    @Sendable func callAsFunction() { function(context) }
 }
 
 /// A handle on a `Store<State>`: what every kind of C store does the same way. Subclasses say how
@@ -134,12 +225,14 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
     }
 
     override var version: UInt64 { store.version }
+    override var canEnqueue: Bool { store.canEnqueue }
     override func flush() { store.flush() }
 
     override func addStoreObserver(
-        name: StoreNotification.Name?, using block: @escaping @Sendable (StoreNotification) -> Void
+        name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
+        using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
-        store.addObserver(named: name, queue: nil, using: block)
+        store.addObserver(named: name, queue: nil, onRelease: onRelease, using: block)
     }
 
     override func removeStoreObserver(_ token: ObserverToken) -> Bool {

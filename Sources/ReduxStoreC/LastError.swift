@@ -69,6 +69,13 @@ enum StaticText {
     static var empty: UnsafePointer<CChar> { pointer("") }
     static var stateDidChange: UnsafePointer<CChar> { pointer("RDXStateDidChangeNotification") }
 
+    /// The library's version: the header's `RDX_VERSION`, so the two cannot disagree.
+    // nonisolated(unsafe): written once by the initializer, read-only after.
+    nonisolated(unsafe) static let libraryVersion: UnsafePointer<CChar> = {
+        guard let copy = strdup(RDX_VERSION) else { fatalError("ReduxStore: out of memory") }
+        return UnsafePointer(copy)  // kept for the life of the process
+    }()
+
     static func pointer(_ text: StaticString) -> UnsafePointer<CChar> {
         UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
     }

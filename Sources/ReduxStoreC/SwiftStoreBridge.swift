@@ -40,7 +40,7 @@ extension Store {
     /// - Parameter actions: the typed actions payloads are decoded into, by identifier.
     /// - Returns: the `rdx_store *`, as Swift imports the C type.
     public func makeCStore(actions: CActionTypes = CActionTypes()) -> OpaquePointer {
-        SwiftStoreHandle(store: self, actions: actions).retainedPointer()
+        SwiftStoreHandle(store: self, actions: actions).openedPointer()
     }
 }
 
@@ -68,7 +68,7 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
             action = try JSONAction(identifier: name, jsonCPayload: payload)
         }
         if enqueue {
-            store.enqueue(erased: action)
+            try enqueueing { store.enqueue(erased: action) }
         } else {
             store.dispatch(erased: action)
         }

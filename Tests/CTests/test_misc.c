@@ -92,7 +92,7 @@ static rdx_store *payload_store(struct payload_seen *seen)
     reducer.reduce = payload_reduce;
     reducer.context = seen;
     memset(seen, 0, sizeof *seen);
-    return rdx_store_create(NULL, &reducer, 1, NULL);
+    return util_store(&reducer, 1);
 }
 
 /*
@@ -328,7 +328,7 @@ static void test_enqueue_and_flush_inside_reducer(void)
     inside.enqueue_status = inside.flush_status = RDX_ENOMEM;
     reducer.reduce = inside_reduce;
     reducer.context = &inside;
-    inside.store = rdx_store_create(NULL, &reducer, 1, NULL);
+    inside.store = util_store(&reducer, 1);
     CHECK(inside.store != NULL);
     if (inside.store == NULL) return;
     CHECK_STATUS(rdx_store_dispatch_action(inside.store, "start", NULL), RDX_OK);

@@ -505,7 +505,7 @@ static void test_observers_edited_inside_reducer(void)
     edit.added = &added;
     reducer.reduce = editing_reduce;
     reducer.context = &edit;
-    edit.store = rdx_store_create(NULL, &reducer, 1, NULL);
+    edit.store = util_store(&reducer, 1);
     CHECK(edit.store != NULL);
     if (edit.store == NULL) return;
     token = rdx_store_add_observer(edit.store, NULL, record_observer, &removed);
@@ -558,7 +558,7 @@ static void test_nested_dispatch_notifications(void)
     memset(&seen, 0, sizeof seen);
     reducer.reduce = chain_reduce;
     reducer.context = &chain;
-    chain.store = rdx_store_create(NULL, &reducer, 1, NULL);
+    chain.store = util_store(&reducer, 1);
     CHECK(chain.store != NULL);
     if (chain.store == NULL) return;
     token = rdx_store_add_observer(chain.store, NULL, record_observer, &seen);

@@ -614,7 +614,7 @@ static void test_release_from_threads(void)
 {
     struct dispatcher dispatchers[DISPATCH_THREADS];
     rdx_reducer reducer = {counting_reduce, NULL};
-    rdx_store *store = rdx_store_create(NULL, &reducer, 1, NULL);
+    rdx_store *store = util_store(&reducer, 1);
     int count = per_thread() / 10;
     int i;
 

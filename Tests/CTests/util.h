@@ -56,6 +56,15 @@ static inline rdx_store *util_counter_store(void)
     return store;
 }
 
+/* A store whose state is {}, with these reducers. */
+static inline rdx_store *util_store(const rdx_reducer *reducers, size_t count)
+{
+    json_object *initial = json_object_new_object();
+    rdx_store *store = rdx_store_create(initial, reducers, count, NULL);
+    json_object_put(initial);
+    return store;
+}
+
 /* state.count of the store now, or -1 when the state cannot be read. */
 static inline int64_t util_count(rdx_store *store)
 {

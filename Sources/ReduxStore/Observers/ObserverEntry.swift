@@ -1,34 +1,36 @@
 import Dispatch
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// One registered observer.
 ///
-/// Removal is a flag plus a wait: ``markRemoved(waitingOutside:)`` sets the flag so no new call
-/// begins, then waits for the calls already running on other threads. A call begins only through
-/// ``invoke(_:)``, which checks the flag and counts itself in with one atomic step.
+/// Every call of the block is counted in and out (``invoke(_:)``). Removal marks the entry
+/// (``markRemoved()``): from then on no call begins. Once the entry is marked and its last running
+/// call has ended, it is *released*: its release handler runs, exactly once, and removers
+/// waiting in ``waitUntilReleased()`` wake up. A store that goes away marks every entry it still
+/// has, so the release handler also tells that the store is gone.
 final class ObserverEntry: @unchecked Sendable {
+    // @unchecked: `calls` and `releaseClaimed` are atomics; `released` and `queued` are behind
+    // locks; the rest is immutable.
     let token: ObserverToken
     /// The name listened for; `nil` listens to every name.
     let name: StoreNotification.Name?
     /// Where notifications go; `nil` calls the block on the dispatching thread.
     let queue: DispatchQueue?
     let block: @Sendable (StoreNotification) -> Void
+    /// Runs once the observer can never be called again (see the type's comment).
+    let onRelease: (@Sendable () -> Void)?
     /// The first version this observer hears: it is not told of actions applied before it was
     /// added, nor of the action in progress when it was added from inside a reducer.
     let firstVersion: UInt64
 
-    /// Bit 63: removed. The rest: calls running now.
+    /// Bit 63: removed. The rest: calls that began and have not ended (a call that finds the bit
+    /// set ends at once without calling the block).
     private let calls = Atomic<UInt64>(0)
     private static let removedBit: UInt64 = 1 << 63
-
-    /// Guards nothing but the sleep of a remover waiting for running calls to end.
-    private let waitMutex: UnsafeMutablePointer<pthread_mutex_t>
-    private let waitCondition: UnsafeMutablePointer<pthread_cond_t>
+    /// Set by the one thread that releases the entry.
+    private let releaseClaimed = Atomic<Bool>(false)
+    /// Whether the entry was released; what removers wait on.
+    private let released = Locked<Bool>(false)
 
     /// For observers with a queue: the newest notification not yet handed to the queue, and
     /// whether a delivery is already scheduled (coalescing).
@@ -37,38 +39,26 @@ final class ObserverEntry: @unchecked Sendable {
     private struct QueuedDelivery {
         var newest: StoreNotification?
         var highestVersion: UInt64 = 0
+        /// A delivery block is scheduled or running on the queue.
         var scheduled = false
+        /// The store went away: once the scheduled delivery ran, the observer is released.
+        var storeGone = false
     }
 
     private static let nextToken = Atomic<UInt64>(1)
 
     init(
         name: StoreNotification.Name?, queue: DispatchQueue?, firstVersion: UInt64,
-        block: @escaping @Sendable (StoreNotification) -> Void
+        onRelease: (@Sendable () -> Void)?, block: @escaping @Sendable (StoreNotification) -> Void
     ) {
         self.token = ObserverToken(
             rawValue: Self.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.name = name
         self.queue = queue
         self.firstVersion = firstVersion
+        self.onRelease = onRelease
         self.block = block
-        waitMutex = .allocate(capacity: 1)
-        waitMutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(waitMutex, nil)
-        waitCondition = .allocate(capacity: 1)
-        waitCondition.initialize(to: pthread_cond_t())
-        pthread_cond_init(waitCondition, nil)
     }
-
-    deinit {
-        pthread_cond_destroy(waitCondition)
-        waitCondition.deallocate()
-        pthread_mutex_destroy(waitMutex)
-        waitMutex.deallocate()
-    }
-
-    /// Whether the observer was removed (a sequentially consistent load: see `Store.callFast`).
-    var isRemoved: Bool { calls.load(ordering: .sequentiallyConsistent) & Self.removedBit != 0 }
 
     /// Whether this observer is to hear `notification`.
     @inline(__always)
@@ -76,7 +66,8 @@ final class ObserverEntry: @unchecked Sendable {
         notification.version >= firstVersion && (name == nil || name == notification.name)
     }
 
-    /// Hands `notification` to the observer: at once on this thread, or coalesced onto its queue.
+    /// Hands `notification` to the observer: on this thread (the caller counts it as a
+    /// callback), or coalesced onto its queue.
     @inline(__always)
     func deliver(_ notification: StoreNotification) {
         if queue == nil {
@@ -86,45 +77,20 @@ final class ObserverEntry: @unchecked Sendable {
         }
     }
 
-    /// Calls the block unless the observer was removed; the call is counted so a remover on
-    /// another thread can wait for it, and recorded in this thread's context so a remover on
-    /// this thread (the observer itself) does not.
-    func invoke(_ notification: StoreNotification) {
-        guard beginCall() else { return }
-        let context = ThreadContext.current
-        context.pointee.calling.append(ObjectIdentifier(self))
-        block(notification)
-        context.pointee.calling.removeLast()
-        endCall()
-    }
-
-    /// Counts a call in, unless the observer was removed: one compare-and-swap.
+    /// Calls the block unless the observer was removed, counting the call in and out.
     @inline(__always)
-    private func beginCall() -> Bool {
-        var current = calls.load(ordering: .relaxed)
-        while true {
-            if current & Self.removedBit != 0 { return false }
-            let (exchanged, original) = calls.compareExchange(
-                expected: current, desired: current + 1, ordering: .acquiring)
-            if exchanged { return true }
-            current = original
+    private func invoke(_ notification: StoreNotification) {
+        let before = calls.wrappingAdd(1, ordering: .acquiring).oldValue
+        if before & Self.removedBit == 0 {
+            block(notification)
         }
-    }
-
-    /// Counts a call out, and wakes a remover waiting for it.
-    @inline(__always)
-    private func endCall() {
         let after = calls.wrappingSubtract(1, ordering: .releasing).newValue
-        if after & Self.removedBit != 0 {
-            pthread_mutex_lock(waitMutex)
-            pthread_cond_broadcast(waitCondition)
-            pthread_mutex_unlock(waitMutex)
-        }
+        if after == Self.removedBit { release() }
     }
 
     /// Coalesces `notification` with any not yet delivered, and schedules one delivery on the
-    /// queue if none is scheduled. Older versions arriving late from other threads are dropped,
-    /// so the queue sees versions in increasing order and always the newest.
+    /// queue if none is scheduled or running. Older versions arriving late from other threads are
+    /// dropped, so the queue sees versions in increasing order and always the newest.
     private func post(_ notification: StoreNotification) {
         let schedule = queued.withLock { state -> Bool in
             guard notification.version > state.highestVersion else { return false }
@@ -134,62 +100,68 @@ final class ObserverEntry: @unchecked Sendable {
             state.scheduled = true
             return true
         }
-        guard schedule, let queue else { return }
-        queue.async { [self] in
+        if schedule { scheduleQueuedDelivery() }
+    }
+
+    /// Delivers the newest notification on the queue; again if a newer one came meanwhile.
+    private func scheduleQueuedDelivery() {
+        queue?.async { [self] in
             let newest = queued.withLock { state -> StoreNotification? in
-                state.scheduled = false
                 defer { state.newest = nil }
                 return state.newest
             }
-            if let newest { invoke(newest) }
+            if let newest { ThreadContext.asCallback { invoke(newest) } }
+            let (again, storeGone) = queued.withLock { state -> (Bool, Bool) in
+                if state.newest != nil { return (true, false) }
+                state.scheduled = false
+                return (false, state.storeGone)
+            }
+            if again {
+                scheduleQueuedDelivery()
+            } else if storeGone {
+                markRemoved()
+            }
         }
     }
 
-    /// Marks the observer removed: no counted call begins any more, and the store's fast path
-    /// reads the flag before each call.
+    /// The store went away: no notification comes any more. The observer is released now, or,
+    /// with a queued delivery still to run, once it ran.
+    func storeDidGoAway() {
+        let deliveryPending = queued.withLock { state -> Bool in
+            state.storeGone = true
+            return state.scheduled
+        }
+        if !deliveryPending { markRemoved() }
+    }
+
+    /// Marks the observer removed: no call begins any more. Releases it at once if no call is
+    /// running; else the last running call releases it when it ends.
     ///
     /// - Returns: `false` if it was already removed.
+    @discardableResult
     func markRemoved() -> Bool {
-        let before = calls.bitwiseOr(Self.removedBit, ordering: .sequentiallyConsistent).oldValue
-        return before & Self.removedBit == 0
+        let before = calls.bitwiseOr(Self.removedBit, ordering: .acquiringAndReleasing).oldValue
+        if before & Self.removedBit != 0 { return false }
+        if before == 0 { release() }
+        return true
     }
 
-    /// Waits until the counted calls running on other threads ended; calls running on this thread
-    /// (the observer removing itself from inside its own block) are not waited for.
-    func waitForCountedCalls() {
-        let own = UInt64(ThreadContext.current.pointee.callCount(of: ObjectIdentifier(self)))
-        if calls.load(ordering: .acquiring) & ~Self.removedBit <= own { return }
-        pthread_mutex_lock(waitMutex)
-        while calls.load(ordering: .acquiring) & ~Self.removedBit > own {
-            pthread_cond_wait(waitCondition, waitMutex)
+    /// Waits until the entry was released: every call running on another thread ended and the
+    /// release handler ran. Only for a caller outside every callback (a call on this thread would
+    /// never end while it waits).
+    func waitUntilReleased() {
+        released.lock()
+        while !released.valuePointer.pointee { released.wait() }
+        released.unlock()
+    }
+
+    /// Runs the release handler, once, then wakes the removers.
+    private func release() {
+        guard !releaseClaimed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if let onRelease { ThreadContext.asCallback(onRelease) }
+        released.withLock { done in
+            done = true
+            released.broadcast()
         }
-        pthread_mutex_unlock(waitMutex)
-    }
-
-    /// Waits while `condition` holds: for a call on a store's fast path to end. The caller of
-    /// that call wakes waiters after it; a wake-up that races past is covered by waking every
-    /// millisecond to check again.
-    func waitWhile(_ condition: () -> Bool) {
-        guard condition() else { return }
-        pthread_mutex_lock(waitMutex)
-        while condition() {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            var deadline = now
-            deadline.tv_nsec += 1_000_000
-            if deadline.tv_nsec >= 1_000_000_000 {
-                deadline.tv_sec += 1
-                deadline.tv_nsec -= 1_000_000_000
-            }
-            pthread_cond_timedwait(waitCondition, waitMutex, &deadline)
-        }
-        pthread_mutex_unlock(waitMutex)
-    }
-
-    /// Wakes removers waiting in ``waitWhile(_:)`` or ``waitForCountedCalls()``.
-    func wakeWaiters() {
-        pthread_mutex_lock(waitMutex)
-        pthread_cond_broadcast(waitCondition)
-        pthread_mutex_unlock(waitMutex)
     }
 }

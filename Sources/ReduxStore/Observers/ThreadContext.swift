@@ -4,32 +4,26 @@ import Glibc
 import Musl
 #endif
 
-/// What one thread is doing with stores right now: which observers it is calling and which
-/// stores it is delivering notifications for. Kept per thread (a pthread key) so that the rules
-/// "an action dispatched from inside a notification is notified after the current round" and
-/// "an observer that removes itself does not wait for itself" need no lock.
+/// What one thread is doing with stores right now, kept per thread (a pthread key), because two
+/// rules depend on the thread and need no lock that way:
+/// - an action dispatched from inside an observer is notified after the current round: the
+///   thread's delivery frame for that store collects it (``frames``);
+/// - a removal made from inside any store's reducer or observer does not wait for calls running
+///   on other threads, since one of them may be waiting for this thread (``callbackDepth``).
 struct ThreadContext {
-    /// Observer entries this thread is calling at the moment, innermost last.
-    var calling: [ObjectIdentifier] = []
-    /// Stores this thread is delivering notifications of, innermost last, each with the rounds
-    /// that actions dispatched from inside its observers queued.
-    var frames: [DeliveryFrame] = []
+    /// Calls into user code of any store running on this thread: reducers, observers, and
+    /// autosave error handlers. A removal waits for another thread's call only when this is 0.
+    var callbackDepth = 0
+    /// Deliveries in progress on this thread, innermost last. Only the first ``depth`` are in use;
+    /// the rest are kept with their capacity, so a delivery allocates nothing in the common case.
+    private var frames: [DeliveryFrame] = []
+    private var depth = 0
 
-    init() {
-        calling.reserveCapacity(4)
-        frames.reserveCapacity(2)
-    }
+    init() { frames.reserveCapacity(2) }
 
-    /// How many calls of `entry` are running on this thread (an observer may be re-entered).
-    func callCount(of entry: ObjectIdentifier) -> Int {
-        var count = 0
-        for id in calling where id == entry { count += 1 }
-        return count
-    }
-
-    /// The index of the frame delivering for `store`, if this thread is inside such a delivery.
+    /// The in-use frame delivering `store`'s notifications, if this thread is inside one.
     func frameIndex(for store: ObjectIdentifier) -> Int? {
-        var index = frames.count
+        var index = depth
         while index > 0 {
             index -= 1
             if frames[index].store == store { return index }
@@ -37,7 +31,38 @@ struct ThreadContext {
         return nil
     }
 
-    /// This thread's context, created on first use and freed when the thread exits.
+    /// Starts a delivery of `store`'s notifications; returns its frame's index.
+    mutating func pushFrame(for store: ObjectIdentifier) -> Int {
+        if depth == frames.count {
+            frames.append(DeliveryFrame(store: store))
+        } else {
+            frames[depth].store = store
+        }
+        depth += 1
+        return depth - 1
+    }
+
+    /// Ends the innermost delivery; its pending rounds were all delivered.
+    mutating func popFrame() {
+        depth -= 1
+        frames[depth].pending.removeAll(keepingCapacity: true)
+        frames[depth].next = 0
+    }
+
+    /// Queues `round` behind the round in progress of frame `index`.
+    mutating func append(_ round: NotificationRound, toFrame index: Int) {
+        frames[index].pending.append(round)
+    }
+
+    /// The next round queued in frame `index`, if any.
+    mutating func nextRound(inFrame index: Int) -> NotificationRound? {
+        guard frames[index].next < frames[index].pending.count else { return nil }
+        defer { frames[index].next += 1 }
+        return frames[index].pending[frames[index].next]
+    }
+
+    /// This thread's context, created on first use and freed when the thread exits. The pointer
+    /// stays valid for the life of the thread.
     static var current: UnsafeMutablePointer<ThreadContext> {
         if let raw = pthread_getspecific(threadContextKey) {
             return raw.assumingMemoryBound(to: ThreadContext.self)
@@ -47,18 +72,30 @@ struct ThreadContext {
         pthread_setspecific(threadContextKey, context)
         return context
     }
+
+    /// Whether this thread is inside a reducer, observer or autosave error handler of any store.
+    static var isInsideCallback: Bool { current.pointee.callbackDepth > 0 }
+
+    /// Runs `body` (user code) counted as a callback on this thread.
+    static func asCallback<T>(_ body: () throws -> T) rethrows -> T {
+        let context = current
+        context.pointee.callbackDepth += 1
+        defer { context.pointee.callbackDepth -= 1 }
+        return try body()
+    }
 }
 
 /// One store's notification delivery in progress on a thread.
 struct DeliveryFrame {
-    let store: ObjectIdentifier
+    var store: ObjectIdentifier
     /// Rounds queued by actions dispatched from inside the observers, delivered in order after the
     /// current round.
     var pending: [NotificationRound] = []
     var next = 0
 }
 
-/// One notification and the observers that were registered when its action was applied.
+/// One notification and the observers that were registered when its action was applied. The
+/// round holds a strong reference to the list for as long as it is being delivered.
 struct NotificationRound {
     let notification: StoreNotification
     let observers: ObserverList

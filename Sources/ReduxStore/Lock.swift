@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The store's one lock type: a value, a pthread mutex and a condition variable in one
+/// allocation. The only way to the value is ``withLock(_:)`` (or, for the store's own dispatch
+/// path, ``lock()``, ``valuePointer`` and ``unlock()``); waiting is ``wait()`` on the condition,
+/// never polling.
+///
+/// A pthread mutex rather than `Synchronization.Mutex`: on Linux that one is a bare futex that
+/// ThreadSanitizer cannot follow (it reports every access inside it as a race, which would bury
+/// a real one). Every pthread call's result is checked; debug builds use an error-checking mutex,
+/// so locking twice on one thread traps at once instead of hanging.
+package struct Locked<Value>: @unchecked Sendable {
+    // @unchecked: the value is reached only while holding the mutex (as `Synchronization.Mutex`,
+    // the lock is what makes sharing it sound).
+    private let storage: LockStorage<Value>
+
+    package init(_ value: Value) {
+        storage = LockStorage.make(value)
+    }
+
+    /// Runs `body` with the value, holding the lock. `body` must not take this lock again.
+    @inline(__always)
+    package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+        storage.lock()
+        defer { storage.unlock() }
+        return try body(&valuePointer.pointee)
+    }
+
+    /// Takes the lock. Pair with ``unlock()`` on the same thread.
+    @inline(__always)
+    package func lock() { storage.lock() }
+
+    /// Releases the lock taken by ``lock()``.
+    @inline(__always)
+    package func unlock() { storage.unlock() }
+
+    /// The value's address, to be touched only while holding the lock. Valid as long as this
+    /// `Locked` (its storage) is alive.
+    @inline(__always)
+    package var valuePointer: UnsafeMutablePointer<Value> {
+        storage.withUnsafeMutablePointerToHeader { $0 }
+    }
+
+    /// Waits on the condition variable; the caller holds the lock, which is released while
+    /// waiting and held again on return. Wake-ups may be spurious: wait in a loop on the
+    /// condition the waker changes under this lock.
+    @inline(__always)
+    package func wait() { storage.wait() }
+
+    /// Wakes every thread waiting in ``wait()``. Call it holding the lock, after changing what
+    /// they wait for.
+    @inline(__always)
+    package func broadcast() { storage.broadcast() }
+}
+
+/// The pthread pair of a ``Locked`` value.
+package struct LockPrimitives {
+    var mutex = pthread_mutex_t()
+    var condition = pthread_cond_t()
+}
+
+/// The value (header) and its mutex and condition (one element) in one allocation.
+final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
+    static func make(_ value: Value) -> LockStorage<Value> {
+        let buffer = create(minimumCapacity: 1) { _ in value }
+        let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
+        storage.withUnsafeMutablePointerToElements { primitives in
+            primitives.initialize(to: LockPrimitives())
+            var attributes = pthread_mutexattr_t()
+            check(pthread_mutexattr_init(&attributes), "pthread_mutexattr_init")
+            #if DEBUG
+            check(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)),
+                  "pthread_mutexattr_settype")
+            #endif
+            check(pthread_mutex_init(&primitives.pointee.mutex, &attributes), "pthread_mutex_init")
+            check(pthread_mutexattr_destroy(&attributes), "pthread_mutexattr_destroy")
+            check(pthread_cond_init(&primitives.pointee.condition, nil), "pthread_cond_init")
+        }
+        return storage
+    }
+
+    deinit {
+        // The header (the value) is destroyed by ManagedBuffer itself; the element is ours.
+        withUnsafeMutablePointerToElements { primitives in
+            check(pthread_cond_destroy(&primitives.pointee.condition), "pthread_cond_destroy")
+            check(pthread_mutex_destroy(&primitives.pointee.mutex), "pthread_mutex_destroy")
+            primitives.deinitialize(count: 1)
+        }
+    }
+
+    @inline(__always)
+    func lock() {
+        withUnsafeMutablePointerToElements {
+            check(pthread_mutex_lock(&$0.pointee.mutex), "pthread_mutex_lock")
+        }
+    }
+
+    @inline(__always)
+    func unlock() {
+        withUnsafeMutablePointerToElements {
+            check(pthread_mutex_unlock(&$0.pointee.mutex), "pthread_mutex_unlock")
+        }
+    }
+
+    func wait() {
+        withUnsafeMutablePointerToElements {
+            check(pthread_cond_wait(&$0.pointee.condition, &$0.pointee.mutex), "pthread_cond_wait")
+        }
+    }
+
+    func broadcast() {
+        withUnsafeMutablePointerToElements {
+            check(pthread_cond_broadcast(&$0.pointee.condition), "pthread_cond_broadcast")
+        }
+    }
+}
+
+/// Traps with the call's name and error number when a pthread call failed: a failure means a
+/// broken invariant (a lock used after destruction, locked twice, unlocked by another thread).
+@inline(__always)
+private func check(_ result: Int32, _ call: StaticString) {
+    precondition(result == 0, "ReduxStore: \(call) failed (\(result))")
+}
