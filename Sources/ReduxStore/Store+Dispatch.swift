@@ -11,12 +11,15 @@ extension Store {
     /// Cost: one lock, the reducers, and one call per synchronous observer. No copy of the state;
     /// no heap allocation for a value-type action of up to three words when no observer has a
     /// queue.
+    @inlinable
     public func dispatchAction(_ action: some Action) {
+        // Inlined into the caller, so the action is boxed by code that knows its type.
         dispatch(erased: action)
     }
 
     /// ``dispatchAction(_:)`` for an action already in an existential box: not generic, and the
     /// box is handed to the reducers as it is.
+    @usableFromInline
     package func dispatch(erased action: any Action) {
         let me = currentThreadID()
         let core = self.core.valuePointer

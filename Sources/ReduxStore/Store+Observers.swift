@@ -4,11 +4,11 @@ import Dispatch
 //
 // A dispatch reads the observer list under the store's lock, retains it, releases the lock and
 // calls the observers of that list in order. The list is immutable: adding or removing an
-// observer makes a new one, so calls in progress are not disturbed. Each call of an observer is
-// counted in and out on its entry (``ObserverEntry``); removal takes the entry out of the list
-// under the lock, marks it removed (no call begins after that), and — when the remover is outside
-// every callback — waits on the entry's condition variable until the calls running on other
-// threads have ended. An action dispatched from inside an observer is applied at once and its
+// observer makes a new one, so calls in progress are not disturbed; and it holds its entries, so
+// a delivery's hold on the list counts its calls in and out. Removal takes the entry out of the
+// list under the lock and marks it removed (no call begins after that); when the remover is
+// outside every callback it then waits on a condition variable until the entry was released —
+// every delivery that held it has ended (see ``ObserverEntry``). An action dispatched from inside an observer is applied at once and its
 // round is queued in this thread's delivery frame for the store (``ThreadContext``), to be
 // delivered after the current round.
 //
@@ -92,7 +92,7 @@ extension Store {
     ///   already removed.
     @discardableResult
     public func removeObserver(_ token: ObserverToken) -> Bool {
-        let removed = withCoreLocked { core, _ -> ObserverEntry? in
+        var removed = withCoreLocked { core, _ -> ObserverEntry? in
             let list = core.pointee.observers
             guard let index = list.index(of: token) else { return nil }
             var entries = list.array
@@ -100,9 +100,10 @@ extension Store {
             core.pointee.observers = ObserverList(entries)
             return entry
         }
-        guard let removed else { return false }
-        removed.markRemoved()
-        if !ThreadContext.isInsideCallback { removed.waitUntilReleased() }
+        guard let removal = removed?.markRemoved() else { return false }
+        // Drop this reference first: the entry is released once no delivery holds it.
+        removed = nil
+        if !ThreadContext.isInsideCallback { removal.wait() }
         return true
     }
 
@@ -128,31 +129,36 @@ extension Store {
     @inline(__always)
     func deliver(_ round: NotificationRound, context: UnsafeMutablePointer<ThreadContext>) {
         let id = ObjectIdentifier(self)
-        if let frame = context.pointee.frameIndex(for: id) {
-            context.pointee.append(round, toFrame: frame)
+        if let frame = context.pointee.frame(for: id) {
+            frame.pointee.pending.append(round)
             return
         }
-        let frame = context.pointee.pushFrame(for: id)
-        context.pointee.callbackDepth += 1
-        call(round)
-        while let next = context.pointee.nextRound(inFrame: frame) { call(next) }
-        context.pointee.callbackDepth -= 1
-        context.pointee.popFrame()
+        var frame = DeliveryFrame(store: id, outer: context.pointee.innermost)
+        withUnsafeMutablePointer(to: &frame) { frame in
+            context.pointee.innermost = frame
+            context.pointee.callbackDepth += 1
+            call(round)
+            while let next = frame.pointee.nextRound() { call(next) }
+            context.pointee.callbackDepth -= 1
+            context.pointee.innermost = frame.pointee.outer
+        }
     }
 
     /// Delivers rounds in order, as ``deliver(_:context:)`` delivers one.
     func deliver(_ rounds: [NotificationRound], context: UnsafeMutablePointer<ThreadContext>) {
         let id = ObjectIdentifier(self)
-        if let frame = context.pointee.frameIndex(for: id) {
-            for round in rounds { context.pointee.append(round, toFrame: frame) }
+        if let frame = context.pointee.frame(for: id) {
+            frame.pointee.pending.append(contentsOf: rounds)
             return
         }
-        let frame = context.pointee.pushFrame(for: id)
-        for round in rounds { context.pointee.append(round, toFrame: frame) }
-        context.pointee.callbackDepth += 1
-        while let next = context.pointee.nextRound(inFrame: frame) { call(next) }
-        context.pointee.callbackDepth -= 1
-        context.pointee.popFrame()
+        var frame = DeliveryFrame(store: id, pending: rounds, outer: context.pointee.innermost)
+        withUnsafeMutablePointer(to: &frame) { frame in
+            context.pointee.innermost = frame
+            context.pointee.callbackDepth += 1
+            while let next = frame.pointee.nextRound() { call(next) }
+            context.pointee.callbackDepth -= 1
+            context.pointee.innermost = frame.pointee.outer
+        }
     }
 
     /// Calls the observers of one round, in the order they were added.

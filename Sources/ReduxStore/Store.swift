@@ -136,13 +136,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     deinit {
         finishAutosaveAtDeinit()
-        // No notification comes any more: the observers are released (their release handlers
-        // run now, or after a queued delivery still pending), so an async sequence ends.
-        let observers = core.withLock { core in
-            defer { core.observers = .empty }
-            return core.observers
-        }
-        for entry in observers.entries { entry._withUnsafeGuaranteedRef { $0.storeDidGoAway() } }
+        // The observer list goes with the core: each observer is released once no delivery
+        // holds it (its release handler runs, so an async sequence of notifications ends).
         state.deinitialize(count: 1)
         state.deallocate()
         reducers.deinitialize()

@@ -80,7 +80,7 @@ struct StoreSoundnessTests {
             let removed = Tally()
             // Thread i runs observer i only, so each thread is inside its own observer when both
             // remove the other's.
-            let threads = Mutex<[pthread_t?]>([nil, nil])
+            let threads = Locked<[pthread_t?]>([nil, nil])
             let bothInside = Tally()
             func observer(_ me: Int) -> @Sendable (StoreNotification) -> Void {
                 { _ in
@@ -148,8 +148,8 @@ struct StoreSoundnessTests {
     @Test("a queue that never runs empty keeps only its backlog, not the applied actions")
     func endlessQueue() {
         let store = Store(reducers: [counterReducer], state: CounterState())
-        let remaining = Mutex(2_000)
-        let mostAlive = Mutex(0)
+        let remaining = Locked(2_000)
+        let mostAlive = Locked(0)
         store.addObserver { _ in
             mostAlive.withLock { $0 = max($0, Tracked.alive.load(ordering: .relaxed)) }
             let more = remaining.withLock { count -> Bool in

@@ -3,13 +3,22 @@ import Synchronization
 
 /// One registered observer.
 ///
-/// Every call of the block is counted in and out (``invoke(_:)``). Removal marks the entry
-/// (``markRemoved()``): from then on no call begins. Once the entry is marked and its last running
-/// call has ended, it is *released*: its release handler runs, exactly once, and removers
-/// waiting in ``waitUntilReleased()`` wake up. A store that goes away marks every entry it still
-/// has, so the release handler also tells that the store is gone.
+/// Its life, and how removal waits:
+/// - A delivery holds (retains) the observer list it read under the store's lock for as long as
+///   it calls that list's observers, and the list holds its entries. So an entry stays alive
+///   while any delivery that could call it is running.
+/// - Removal takes the entry out of the store's list and marks it removed (``markRemoved()``):
+///   a delivery checks the mark before each synchronous call, so no call begins after it.
+/// - When the last list holding the entry is gone, the entry is deinitialized: it can never be
+///   called again. Its release handler runs then, once, and removers waiting in
+///   ``Removal/wait()`` wake up. A store that goes away drops its list, so its observers are
+///   released too (an async sequence of notifications ends).
+/// - An observer with a queue is also held by its scheduled delivery blocks (so a notification
+///   still pending when the store goes away is delivered). Its removal does not wait for a
+///   block that has not started (the remover may be the queue's own thread); it waits for a
+///   call already running, which is counted in and out.
 final class ObserverEntry: @unchecked Sendable {
-    // @unchecked: `calls` and `releaseClaimed` are atomics; `released` and `queued` are behind
+    // @unchecked: `removed` and `queuedCalls` are atomics; `queued` and `released` are behind
     // locks; the rest is immutable.
     let token: ObserverToken
     /// The name listened for; `nil` listens to every name.
@@ -17,19 +26,18 @@ final class ObserverEntry: @unchecked Sendable {
     /// Where notifications go; `nil` calls the block on the dispatching thread.
     let queue: DispatchQueue?
     let block: @Sendable (StoreNotification) -> Void
-    /// Runs once the observer can never be called again (see the type's comment).
+    /// Runs once, from deinit, when the observer can never be called again.
     let onRelease: (@Sendable () -> Void)?
     /// The first version this observer hears: it is not told of actions applied before it was
     /// added, nor of the action in progress when it was added from inside a reducer.
     let firstVersion: UInt64
 
-    /// Bit 63: removed. The rest: calls that began and have not ended (a call that finds the bit
-    /// set ends at once without calling the block).
-    private let calls = Atomic<UInt64>(0)
-    private static let removedBit: UInt64 = 1 << 63
-    /// Set by the one thread that releases the entry.
-    private let releaseClaimed = Atomic<Bool>(false)
-    /// Whether the entry was released; what removers wait on.
+    /// Set by removal; read before each call.
+    private let removed = Atomic<Bool>(false)
+    /// Calls of a queued observer running now (synchronous calls are covered by the lists).
+    private let queuedCalls = Atomic<Int>(0)
+    /// Set when the entry was released (synchronous) or its queued calls ended (queued), with
+    /// the condition removers wait on. Shared with the removers, who outlive the entry.
     private let released = Locked<Bool>(false)
 
     /// For observers with a queue: the newest notification not yet handed to the queue, and
@@ -39,10 +47,7 @@ final class ObserverEntry: @unchecked Sendable {
     private struct QueuedDelivery {
         var newest: StoreNotification?
         var highestVersion: UInt64 = 0
-        /// A delivery block is scheduled or running on the queue.
         var scheduled = false
-        /// The store went away: once the scheduled delivery ran, the observer is released.
-        var storeGone = false
     }
 
     private static let nextToken = Atomic<UInt64>(1)
@@ -60,37 +65,31 @@ final class ObserverEntry: @unchecked Sendable {
         self.block = block
     }
 
+    deinit {
+        if let onRelease { ThreadContext.asCallback(onRelease) }
+        if queue == nil { Self.signal(released) }
+    }
+
     /// Whether this observer is to hear `notification`.
     @inline(__always)
     func wants(_ notification: StoreNotification) -> Bool {
         notification.version >= firstVersion && (name == nil || name == notification.name)
     }
 
-    /// Hands `notification` to the observer: on this thread (the caller counts it as a
-    /// callback), or coalesced onto its queue.
+    /// Hands `notification` to the observer: on this thread (the caller holds the list this
+    /// entry is in, and counts the call as a callback), or coalesced onto its queue.
     @inline(__always)
     func deliver(_ notification: StoreNotification) {
         if queue == nil {
-            invoke(notification)
+            if !removed.load(ordering: .acquiring) { block(notification) }
         } else {
             post(notification)
         }
     }
 
-    /// Calls the block unless the observer was removed, counting the call in and out.
-    @inline(__always)
-    private func invoke(_ notification: StoreNotification) {
-        let before = calls.wrappingAdd(1, ordering: .acquiring).oldValue
-        if before & Self.removedBit == 0 {
-            block(notification)
-        }
-        let after = calls.wrappingSubtract(1, ordering: .releasing).newValue
-        if after == Self.removedBit { release() }
-    }
-
     /// Coalesces `notification` with any not yet delivered, and schedules one delivery on the
-    /// queue if none is scheduled or running. Older versions arriving late from other threads are
-    /// dropped, so the queue sees versions in increasing order and always the newest.
+    /// queue if none is scheduled. Older versions arriving late from other threads are dropped,
+    /// so the queue sees versions in increasing order and always the newest.
     private func post(_ notification: StoreNotification) {
         let schedule = queued.withLock { state -> Bool in
             guard notification.version > state.highestVersion else { return false }
@@ -100,65 +99,54 @@ final class ObserverEntry: @unchecked Sendable {
             state.scheduled = true
             return true
         }
-        if schedule { scheduleQueuedDelivery() }
-    }
-
-    /// Delivers the newest notification on the queue; again if a newer one came meanwhile.
-    private func scheduleQueuedDelivery() {
-        queue?.async { [self] in
+        guard schedule, let queue else { return }
+        queue.async { [self] in
             let newest = queued.withLock { state -> StoreNotification? in
+                state.scheduled = false
                 defer { state.newest = nil }
                 return state.newest
             }
-            if let newest { ThreadContext.asCallback { invoke(newest) } }
-            let (again, storeGone) = queued.withLock { state -> (Bool, Bool) in
-                if state.newest != nil { return (true, false) }
-                state.scheduled = false
-                return (false, state.storeGone)
-            }
-            if again {
-                scheduleQueuedDelivery()
-            } else if storeGone {
-                markRemoved()
-            }
+            if let newest { invokeQueued(newest) }
         }
     }
 
-    /// The store went away: no notification comes any more. The observer is released now, or,
-    /// with a queued delivery still to run, once it ran.
-    func storeDidGoAway() {
-        let deliveryPending = queued.withLock { state -> Bool in
-            state.storeGone = true
-            return state.scheduled
+    /// Calls the block on the queue unless the observer was removed, counting the call.
+    private func invokeQueued(_ notification: StoreNotification) {
+        queuedCalls.wrappingAdd(1, ordering: .acquiring)
+        if !removed.load(ordering: .acquiring) {
+            ThreadContext.asCallback { block(notification) }
         }
-        if !deliveryPending { markRemoved() }
+        if queuedCalls.wrappingSubtract(1, ordering: .releasing).newValue == 0,
+           removed.load(ordering: .acquiring) {
+            Self.signal(released)
+        }
     }
 
-    /// Marks the observer removed: no call begins any more. Releases it at once if no call is
-    /// running; else the last running call releases it when it ends.
-    ///
-    /// - Returns: `false` if it was already removed.
-    @discardableResult
-    func markRemoved() -> Bool {
-        let before = calls.bitwiseOr(Self.removedBit, ordering: .acquiringAndReleasing).oldValue
-        if before & Self.removedBit != 0 { return false }
-        if before == 0 { release() }
-        return true
+    /// Marks the observer removed: no call begins any more. Returns what a remover outside every
+    /// callback waits on, so that it can drop its reference to the entry first.
+    func markRemoved() -> Removal {
+        removed.store(true, ordering: .sequentiallyConsistent)
+        if queue != nil, queuedCalls.load(ordering: .sequentiallyConsistent) == 0 {
+            Self.signal(released)
+        }
+        return Removal(released: released)
     }
 
-    /// Waits until the entry was released: every call running on another thread ended and the
-    /// release handler ran. Only for a caller outside every callback (a call on this thread would
-    /// never end while it waits).
-    func waitUntilReleased() {
-        released.lock()
-        while !released.valuePointer.pointee { released.wait() }
-        released.unlock()
+    /// What a remover waits on: the entry's release (synchronous observer) or the end of its
+    /// running call (queued observer).
+    struct Removal {
+        let released: Locked<Bool>
+
+        /// Waits for it. Only for a caller outside every callback that holds no reference to
+        /// the entry: a call on this thread, or the caller's own reference, would never end.
+        func wait() {
+            released.lock()
+            while !released.valuePointer.pointee { released.wait() }
+            released.unlock()
+        }
     }
 
-    /// Runs the release handler, once, then wakes the removers.
-    private func release() {
-        guard !releaseClaimed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        if let onRelease { ThreadContext.asCallback(onRelease) }
+    private static func signal(_ released: Locked<Bool>) {
         released.withLock { done in
             done = true
             released.broadcast()

@@ -14,51 +14,20 @@ struct ThreadContext {
     /// Calls into user code of any store running on this thread: reducers, observers, and
     /// autosave error handlers. A removal waits for another thread's call only when this is 0.
     var callbackDepth = 0
-    /// Deliveries in progress on this thread, innermost last. Only the first ``depth`` are in use;
-    /// the rest are kept with their capacity, so a delivery allocates nothing in the common case.
-    private var frames: [DeliveryFrame] = []
-    private var depth = 0
+    /// The innermost delivery in progress on this thread; each frame links to the one it is
+    /// nested in. Frames live on the stack of ``Store/deliver(_:context:)``, which links its
+    /// frame here for exactly the time it runs and unlinks it before returning, so every pointer
+    /// in the chain is valid while it is linked.
+    var innermost: UnsafeMutablePointer<DeliveryFrame>?
 
-    init() { frames.reserveCapacity(2) }
-
-    /// The in-use frame delivering `store`'s notifications, if this thread is inside one.
-    func frameIndex(for store: ObjectIdentifier) -> Int? {
-        var index = depth
-        while index > 0 {
-            index -= 1
-            if frames[index].store == store { return index }
+    /// The frame delivering `store`'s notifications, if this thread is inside such a delivery.
+    func frame(for store: ObjectIdentifier) -> UnsafeMutablePointer<DeliveryFrame>? {
+        var frame = innermost
+        while let current = frame {
+            if current.pointee.store == store { return current }
+            frame = current.pointee.outer
         }
         return nil
-    }
-
-    /// Starts a delivery of `store`'s notifications; returns its frame's index.
-    mutating func pushFrame(for store: ObjectIdentifier) -> Int {
-        if depth == frames.count {
-            frames.append(DeliveryFrame(store: store))
-        } else {
-            frames[depth].store = store
-        }
-        depth += 1
-        return depth - 1
-    }
-
-    /// Ends the innermost delivery; its pending rounds were all delivered.
-    mutating func popFrame() {
-        depth -= 1
-        frames[depth].pending.removeAll(keepingCapacity: true)
-        frames[depth].next = 0
-    }
-
-    /// Queues `round` behind the round in progress of frame `index`.
-    mutating func append(_ round: NotificationRound, toFrame index: Int) {
-        frames[index].pending.append(round)
-    }
-
-    /// The next round queued in frame `index`, if any.
-    mutating func nextRound(inFrame index: Int) -> NotificationRound? {
-        guard frames[index].next < frames[index].pending.count else { return nil }
-        defer { frames[index].next += 1 }
-        return frames[index].pending[frames[index].next]
     }
 
     /// This thread's context, created on first use and freed when the thread exits. The pointer
@@ -87,11 +56,20 @@ struct ThreadContext {
 
 /// One store's notification delivery in progress on a thread.
 struct DeliveryFrame {
-    var store: ObjectIdentifier
+    let store: ObjectIdentifier
     /// Rounds queued by actions dispatched from inside the observers, delivered in order after the
-    /// current round.
+    /// current round. Empty (no allocation) unless an observer dispatches.
     var pending: [NotificationRound] = []
     var next = 0
+    /// The frame this one is nested in.
+    let outer: UnsafeMutablePointer<DeliveryFrame>?
+
+    /// The next round queued, if any.
+    mutating func nextRound() -> NotificationRound? {
+        guard next < pending.count else { return nil }
+        defer { next += 1 }
+        return pending[next]
+    }
 }
 
 /// One notification and the observers that were registered when its action was applied. The
