@@ -78,7 +78,7 @@ extension Store {
             let first = core.pointee.version + (insideReducer ? 2 : 1)
             let entry = ObserverEntry(
                 name: name, queue: queue, firstVersion: first, onRelease: onRelease, block: block)
-            core.pointee.observers = ObserverList(core.pointee.observers.array + [entry])
+            core.pointee.observers = ObserverList(core.pointee.observers.entries + [entry])
             return entry.token
         }
     }
@@ -95,7 +95,7 @@ extension Store {
         var removed = withCoreLocked { core, _ -> ObserverEntry? in
             let list = core.pointee.observers
             guard let index = list.index(of: token) else { return nil }
-            var entries = list.array
+            var entries = list.entries
             let entry = entries.remove(at: index)
             core.pointee.observers = ObserverList(entries)
             return entry
@@ -164,11 +164,8 @@ extension Store {
     /// Calls the observers of one round, in the order they were added.
     @inline(__always)
     private func call(_ round: NotificationRound) {
-        // The round holds the list, and the list holds each entry: no retain per entry.
-        for entry in round.observers.entries {
-            entry._withUnsafeGuaranteedRef { entry in
-                if entry.wants(round.notification) { entry.deliver(round.notification) }
-            }
+        for entry in round.observers.entries where entry.wants(round.notification) {
+            entry.deliver(round.notification)
         }
     }
 }
