@@ -24,7 +24,12 @@ let package = Package(
         // persistence. It knows nothing of the C interface.
         .target(
             name: "ReduxStore",
-            dependencies: ["CJSONC", .product(name: "DequeModule", package: "swift-collections")]
+            dependencies: ["CJSONC", .product(name: "DequeModule", package: "swift-collections")],
+            swiftSettings: [
+                // _checkInvariants() of the unsafe structures, run at each dispatch in debug
+                // builds (the tests); release builds compile them out.
+                .define("REDUXSTORE_INTERNAL_CHECKS", .when(configuration: .debug)),
+            ]
         ),
         // The public C header, include/reduxstore.h (its public headers folder is a link to it),
         // so that the C face is checked against it at compile time.

@@ -30,6 +30,7 @@ extension Store {
         }
         let context = ThreadContext.current
         self.core.lock()
+        _checkInvariantsLocked()
         applyingThread.store(me, ordering: .relaxed)
         context.pointee.callbackDepth += 1
         let version = apply(action)

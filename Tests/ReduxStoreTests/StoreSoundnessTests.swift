@@ -11,6 +11,11 @@ import Glibc
 /// removals that cannot deadlock, release handlers, and sequences that end with their store.
 @Suite("Soundness: reads inside reducers, removals, release, endings")
 struct StoreSoundnessTests {
+    @Test("the tests run with the internal checks of the unsafe structures compiled in")
+    func internalChecksAreOn() {
+        #expect(internalChecksEnabled)
+    }
+
     @Test("inside a reducer of a struct state, snapshot() is refused with words, and nothing changes")
     func structReadInsideReducerIsRefused() {
         final class Box: @unchecked Sendable {
