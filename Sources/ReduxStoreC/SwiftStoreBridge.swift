@@ -1,5 +1,8 @@
 internal import CJSONC
 import ReduxStore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The typed Swift actions a Swift store accepts from C, by identifier.
 ///
@@ -56,7 +59,14 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
     override func dispatch(
         identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
     ) throws(StoreError) {
-        let name = String(cString: identifier)
+        // Copied into a String of the known length (CInput.identifier checked its UTF-8): about
+        // half the instructions of String(cString:), which measures the length and repairs.
+        let length = strlen(identifier)
+        let name = String(unsafeUninitializedCapacity: length) { buffer in
+            UnsafeMutableRawBufferPointer(buffer).copyMemory(
+                from: UnsafeRawBufferPointer(start: identifier, count: length))
+            return length
+        }
         let action: any Action
         if !actions.decoders.isEmpty, let decode = actions.decoders[name] {
             do {
