@@ -127,6 +127,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     }
 
     deinit {
+        finishAutosaveAtDeinit()
         core.pointee.releaseRetiredObservers()
         core.pointee.observers.release()
         delivery.deinitialize(count: 1)
