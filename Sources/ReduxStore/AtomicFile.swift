@@ -226,9 +226,10 @@ enum AtomicFile {
         var strays: [String] = []
         guard let directory = opendir(folder) else { return }
         while let entry = readdir(directory) {
-            let entryName = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-            }
+            // The name in place: a dirent is only as long as its name, so copying the whole
+            // `d_name` field would read past the end of the last entry of a buffer.
+            let name = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+            let entryName = String(cString: name.assumingMemoryBound(to: CChar.self))
             if isTemporary(entryName, prefix: prefix) { strays.append(entryName) }
         }
         closedir(directory)
