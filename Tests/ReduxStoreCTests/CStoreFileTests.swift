@@ -61,6 +61,62 @@ struct CStoreFileTests {
     }
 }
 
+@Suite("rdx_store_save: what a C reducer leaves in the tree, a file can hold, or the save is refused")
+struct CStoreSaveTests {
+    /// A C store whose reducer puts what `make` returns (a new json-c node) at state.x for the
+    /// action "set".
+    private func store(setting make: @escaping @convention(c) () -> OpaquePointer?) -> OpaquePointer? {
+        let reduce: rdx_reduce_fn = { state, identifier, _, context in
+            guard let identifier, strcmp(identifier, "set") == 0, let context else { return }
+            let make = unsafeBitCast(context, to: (@convention(c) () -> OpaquePointer?).self)
+            json_object_object_add(state, "x", make())
+        }
+        var reducer = rdx_reducer(reduce: reduce, context: unsafeBitCast(make, to: UnsafeMutableRawPointer.self))
+        let initial = json_object_new_object()
+        defer { json_object_put(initial) }
+        return rdx_store_create(initial, &reducer, 1, nil)
+    }
+
+    @Test("a NaN a C reducer put in the state: RDX_EDECODE naming it, the old file as it was")
+    func nan() {
+        let path = temporaryFolder() + "/state.json"
+        let store = store(setting: { json_object_new_double(.nan) })
+        defer { rdx_store_release(store) }
+        #expect(rdx_store_save(store, path) == RDX_OK)
+        let before = readText(path)
+        #expect(rdx_store_dispatch_action(store, "set", nil) == RDX_OK)
+        #expect(rdx_store_save(store, path) == RDX_EDECODE)
+        #expect(String(cString: rdx_last_error()) == "save \(path): state.x: non-finite number is not valid JSON")
+        #expect(readText(path) == before)
+        #expect(before == #"{"reduxstore":1,"version":0,"state":{}}"# + "\n")
+    }
+
+    @Test("a string a C reducer made of bytes that are not UTF-8: RDX_EDECODE, the old file as it was")
+    func malformedUTF8() {
+        let path = temporaryFolder() + "/state.json"
+        // C0 93: an overlong form, which json-c's printer passes on as it is.
+        let store = store(setting: {
+            [CChar(bitPattern: 0xC0), CChar(bitPattern: 0x93)].withUnsafeBufferPointer {
+                json_object_new_string_len($0.baseAddress, 2)
+            }
+        })
+        defer { rdx_store_release(store) }
+        #expect(rdx_store_save(store, path) == RDX_OK)
+        #expect(rdx_store_dispatch_action(store, "set", nil) == RDX_OK)
+        #expect(rdx_store_save(store, path) == RDX_EDECODE)
+        #expect(String(cString: rdx_last_error()).hasPrefix("save \(path): the state would not read back: "))
+        #expect(readText(path) == #"{"reduxstore":1,"version":0,"state":{}}"# + "\n")
+    }
+
+    @Test("rdx_store_open of /dev/zero: RDX_EIO at once")
+    func devZero() {
+        var status = RDX_OK
+        #expect(rdx_store_open("/dev/zero", nil, 0, &status) == nil)
+        #expect(status == RDX_EIO)
+        #expect(String(cString: rdx_last_error()) == "open /dev/zero: not a regular file (a character device)")
+    }
+}
+
 @Suite("JSON values from json-c trees")
 struct JSONValueTreeTests {
     @Test("a tree nested past the limit is a limit error, not a type mismatch")

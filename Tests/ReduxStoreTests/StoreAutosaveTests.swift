@@ -1,4 +1,5 @@
-import ReduxStore
+import Dispatch
+@testable import ReduxStore
 import ReduxStoreTestSupport
 import Testing
 #if canImport(Glibc)
@@ -81,12 +82,16 @@ struct StoreAutosaveTests {
         store.stopAutosave()
     }
 
-    @Test("a process that exits normally after its last action has that action on disk")
-    func atExit() throws {
+    @Test("a process that exits normally after its last action has that action on disk",
+          arguments: ["keep", "drop"])
+    func atExit(mode: String) throws {
+        // "drop": the store is freed, with its changes unsaved, before the process exits.
         let path = temporaryFolder() + "/exit.json"
         let program = sibling("reduxstore-autosave-exit-check")
         var pid = pid_t()
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(path), strdup("41"), nil]
+        let argv: [UnsafeMutablePointer<CChar>?] = [
+            strdup(program), strdup(path), strdup("41"), strdup(mode), nil,
+        ]
         defer { for arg in argv { free(arg) } }
         #expect(posix_spawn(&pid, program, nil, nil, argv, environ) == 0)
         var status: Int32 = 0
@@ -95,5 +100,128 @@ struct StoreAutosaveTests {
         let restored = try Store<CounterValue>(contentsOf: path, reducers: [])
         #expect(restored.version == 41)
         #expect(restored.currentState() == CounterValue(count: 41))
+    }
+
+    @Test("an onError that stops the autosave, on the autosave's own queue, stops it")
+    func onErrorStops() {
+        let folder = temporaryFolder()
+        let store = Store(reducers: [counterReducer], state: CounterState())
+        let reported = Recorder<StoreError.Kind>()
+        let done = DispatchSemaphore(value: 0)
+        store.startAutosave(to: folder + "/missing/x.json", policy: AutosavePolicy(everyActions: 1)) {
+            [weak store] error in
+            reported.append(error.kind)
+            store?.stopAutosave()
+            done.signal()
+        }
+        #expect(Autosaver.liveCount == 1)
+        store.dispatchAction(CounterAction.increment)
+        #expect(done.wait(timeout: .now() + 10) == .success, "onError did not return")
+        // The stop's own save failed too, inside onError: not reported again.
+        #expect(reported.all == [.io])
+        #expect(Autosaver.liveCount == 0)
+        #expect(store.autosaver.withLock { $0 } == nil)
+        #expect(store.lastAutosaveError == nil)
+    }
+
+    @Test("an onError that flushes, on the autosave's own queue, saves without calling itself again")
+    func onErrorFlushes() {
+        let folder = temporaryFolder()
+        let store = Store(reducers: [counterReducer], state: CounterState())
+        let reported = Recorder<StoreError.Kind>()
+        let done = DispatchSemaphore(value: 0)
+        store.startAutosave(to: folder + "/missing/x.json", policy: AutosavePolicy(everyActions: 1)) {
+            [weak store] error in
+            reported.append(error.kind)
+            store?.flushAutosave()
+            done.signal()
+        }
+        store.dispatchAction(CounterAction.increment)
+        #expect(done.wait(timeout: .now() + 10) == .success, "onError did not return")
+        #expect(reported.all == [.io])
+        #expect(store.lastAutosaveError?.kind == .io)
+        // Now the folder exists: a flush from outside saves, and clears the error.
+        #expect(mkdir(folder + "/missing", 0o755) == 0)
+        store.flushAutosave()
+        #expect(store.lastAutosaveError == nil)
+        #expect(readText(folder + "/missing/x.json")?.contains(#""version":1,"#) == true)
+        store.stopAutosave()
+        #expect(reported.all == [.io])
+        #expect(Autosaver.liveCount == 0)
+    }
+
+    @Test("an onError that starts a new autosave, on the old one's queue, replaces it")
+    func onErrorRestarts() throws {
+        let folder = temporaryFolder()
+        let good = folder + "/good.json"
+        let store = Store(reducers: [counterReducer], state: CounterState())
+        let done = DispatchSemaphore(value: 0)
+        store.startAutosave(to: folder + "/missing/x.json", policy: AutosavePolicy(everyActions: 1)) {
+            [weak store] _ in
+            store?.startAutosave(to: good, policy: AutosavePolicy(everyActions: 1_000))
+            done.signal()
+        }
+        store.dispatchAction(CounterAction.increment)
+        #expect(done.wait(timeout: .now() + 10) == .success, "onError did not return")
+        #expect(Autosaver.liveCount == 1)
+        store.dispatchAction(CounterAction.increment)
+        store.flushAutosave()
+        #expect(try Store(contentsOf: good, reducers: [counterReducer]).version == 2)
+        store.stopAutosave()
+        #expect(Autosaver.liveCount == 0)
+    }
+
+    @Test("threads starting autosaves at once leave exactly one, and one stop stops it")
+    func concurrentStarts() {
+        let folder = temporaryFolder()
+        for round in 0..<50 {
+            let store = Store(reducers: [counterReducer], state: CounterState())
+            onThreads(4) { index in
+                store.startAutosave(
+                    to: "\(folder)/\(round)-\(index).json", policy: AutosavePolicy(everyActions: 1_000))
+            }
+            #expect(Autosaver.liveCount == 1)
+            store.stopAutosave()
+            #expect(Autosaver.liveCount == 0)
+            #expect(store.autosaver.withLock { $0 } == nil)
+        }
+        // Every autosave started saved once, when it was replaced or stopped.
+        #expect(folderEntries(folder).count == 200)
+    }
+
+    @Test("a store freed with unsaved changes saves them at once, and its autosave is freed")
+    func droppedStore() throws {
+        let path = temporaryFolder() + "/dropped.json"
+        weak var saver: Autosaver?
+        do {
+            let store = Store(reducers: [counterReducer], state: CounterState())
+            store.startAutosave(
+                to: path, policy: AutosavePolicy(everyActions: 1_000, afterQuiet: .seconds(3600)))
+            for _ in 0..<5 { store.dispatchAction(CounterAction.increment) }
+            saver = store.autosaver.withLock { $0 }
+            #expect(saver != nil)
+            #expect(readText(path) == nil)
+        }
+        #expect(readText(path) == #"{"reduxstore":1,"version":5,"state":{"count":5,"log":[]}}"# + "\n")
+        #expect(saver == nil)
+        #expect(Autosaver.liveCount == 0)
+    }
+
+    @Test("a store freed while its save fails reports the failure on the freeing thread")
+    func droppedStoreFailure() {
+        let folder = temporaryFolder()
+        let reported = Recorder<String>()
+        do {
+            let store = Store(reducers: [counterReducer], state: CounterState())
+            store.startAutosave(to: folder + "/missing/x.json", policy: AutosavePolicy(everyActions: 1_000)) {
+                reported.append($0.message)
+            }
+            store.dispatchAction(CounterAction.increment)
+        }
+        let message = reported.all.first ?? ""
+        #expect(message.hasPrefix("save \(folder)/missing/x.json: create temporary \(folder)/missing/.x.json."), "\(message)")
+        #expect(message.hasSuffix(".tmp: No such file or directory"), "\(message)")
+        #expect(reported.count == 1)
+        #expect(Autosaver.liveCount == 0)
     }
 }

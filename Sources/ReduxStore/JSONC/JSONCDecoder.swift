@@ -260,13 +260,13 @@ final class JSONCDecoderImpl: Decoder {
     func containerNode(
         _ node: OpaquePointer?, object: Bool, path: @autoclosure () -> [any CodingKey], depth: Int
     ) throws -> OpaquePointer {
-        guard depth < StoreLimits.maximumNestingDepth else { throw JSONC.tooDeep(path()) }
         let wanted = object ? json_type_object : json_type_array
         guard let node, json_object_get_type(node) == wanted else {
             throw JSONC.mismatch(
                 object ? [String: Any].self : [Any].self, node, path(),
                 expected: object ? "object" : "array")
         }
+        guard depth < StoreLimits.maximumNestingDepth else { throw JSONC.tooDeep(path()) }
         return node
     }
 

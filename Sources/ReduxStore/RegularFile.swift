@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Reading a whole regular file, with a bound, without ever blocking.
+enum RegularFile {
+    /// What ``read(_:maximumSize:)`` found.
+    enum Contents {
+        case bytes([UInt8])
+        /// The file holds more than the bound: nothing of it was kept.
+        case larger(than: Int)
+    }
+
+    /// The bytes of the regular file at `path` (a symbolic link to one is followed), if it
+    /// holds at most `maximumSize` bytes.
+    ///
+    /// Anything else is refused before a byte is read: a folder, a device (`/dev/zero` would
+    /// read until memory runs out), a FIFO or a socket (a read would wait for a writer). The
+    /// file is opened with `O_NONBLOCK`, so even a FIFO put in its place between the check and
+    /// the open cannot block; the open file is checked again. Reads at most `maximumSize + 1`
+    /// bytes, so a file that grows while it is read cannot take more memory than that.
+    ///
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/io``: `open PATH: REASON`.
+    static func read(_ path: String, maximumSize: Int) throws(StoreError) -> Contents {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw StoreError.system("open \(path)") }
+        try requireRegular(info, path)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { throw StoreError.system("open \(path)") }
+        defer { close(fd) }
+        guard fstat(fd, &info) == 0 else { throw StoreError.system("open \(path)") }
+        try requireRegular(info, path)
+        if Int(info.st_size) > maximumSize { return .larger(than: maximumSize) }
+
+        let capacity = min(Int(info.st_size), maximumSize) + 1
+        var bytes = [UInt8](repeating: 0, count: capacity)
+        var used = 0
+        while true {
+            if used == bytes.count {
+                // The file grew since fstat: grow up to one byte past the bound.
+                if used > maximumSize { return .larger(than: maximumSize) }
+                bytes.append(contentsOf: repeatElement(0, count: min(used, maximumSize + 1 - used)))
+            }
+            let count = bytes.withUnsafeMutableBytes {
+                systemRead(fd, $0.baseAddress! + used, $0.count - used)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.system("read \(path)")
+            }
+            if count == 0 { break }
+            used += count
+        }
+        if used > maximumSize { return .larger(than: maximumSize) }
+        bytes.removeSubrange(used...)
+        return .bytes(bytes)
+    }
+
+    private static func requireRegular(_ info: stat, _ path: String) throws(StoreError) {
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            throw StoreError(.io, "open \(path): not a regular file (\(kindName(type)))")
+        }
+    }
+
+    /// A file type in words: `a folder`, `a character device`…
+    static func kindName(_ type: mode_t) -> String {
+        switch type {
+        case S_IFREG: "a regular file"
+        case S_IFDIR: "a folder"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFIFO: "a FIFO"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "an unknown kind of file"
+        }
+    }
+}
+
+/// `read(2)`, by a name the enum's own `read` does not shadow.
+private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(fd, buffer, count)
+}
