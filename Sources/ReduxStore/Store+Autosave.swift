@@ -67,11 +67,6 @@ extension Store {
         autosaver.withLock { $0 }?.saveNow(using: self)
     }
 
-    /// Called by the store's deinit: ends a running autosave.
-    func finishAutosaveAtDeinit() {
-        stopAutosave()
-    }
-
     /// The error of the last failed autosave, `nil` when the last one succeeded or none ran.
     public var lastAutosaveError: StoreError? {
         autosaver.withLock { $0 }?.lastError

@@ -32,7 +32,7 @@ extension Store {
     /// was to save. The check and the encode happen under one lock, so the version returned is
     /// the one in the file.
     func save(to path: String, unlessVersion: UInt64?) throws(StoreError) -> UInt64? {
-        let encoded = withLockedState { (state, version) -> Result<(OpaquePointer?, UInt64)?, StoreError> in
+        let encoded = try withLockedState { (state, version) -> Result<(OpaquePointer?, UInt64)?, StoreError> in
             if version == unlessVersion { return .success(nil) }
             do throws(StoreError) {
                 return .success((try JSONCEncoder().encode(state), version))
