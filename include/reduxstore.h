@@ -233,20 +233,28 @@ RDX_API uint64_t rdx_store_add_observer_full(rdx_store *store, const char *name,
 RDX_API rdx_status rdx_store_remove_observer(rdx_store *store, uint64_t token);
 
 /*
- * Writes the state and its version to `path` (borrowed) atomically: a crash at any instant leaves
- * the old file or the new one, whole. What it writes, rdx_store_open() reads.
+ * Writes the state and its version to `path` (borrowed) atomically: a temporary file of its own in
+ * the same folder, fsync, rename over the target, fsync the folder. A crash at any instant leaves
+ * the old file or the new one, whole. What it writes, rdx_store_open() reads; the replaced file's
+ * mode is kept. Safe from many threads and processes at once on one path.
  * Returns RDX_OK; RDX_EINVAL for a NULL argument (or, for a Swift store whose state is a struct,
- * a call from inside one of its reducers); RDX_EIO when the folder cannot be written or the
- * target is not a regular file; RDX_ELIMIT or RDX_EDECODE for a state a saved file cannot hold
- * (the old file is left as it was); RDX_ENOMEM.
+ * a call from inside one of its reducers); RDX_EIO when the folder cannot be written or the target
+ * is not a regular file (a folder, device, FIFO, socket or symbolic link: left as it is);
+ * RDX_ELIMIT for a state past what a file holds (more than RDX_MAX_JSON_TEXT_SIZE of text, nested
+ * deeper than RDX_MAX_NESTING_DEPTH, a version of 2^63 - 1 or more); RDX_EDECODE for a state
+ * holding a non-finite number or a string that is not UTF-8; RDX_ENOMEM. On failure the old file
+ * is left as it was.
  */
 RDX_API rdx_status rdx_store_save(rdx_store *store, const char *path);
 
 /*
- * Opens a store saved by rdx_store_save(), with its state and version, and these reducers.
- * Returns a NEW store with one reference, or NULL with *status set: RDX_EINVAL for a NULL path or
- * bad reducers; RDX_EIO for a missing or unreadable file or one that is not a regular file;
- * RDX_ECORRUPT for a file that is not a saved state (left untouched); RDX_ENOMEM.
+ * Opens a store saved by rdx_store_save(), with its state and version, and these reducers. Reads
+ * regular files only (following a symbolic link to one), at most RDX_MAX_JSON_TEXT_SIZE + 1
+ * bytes, and never blocks. Returns a NEW store with one reference, or NULL with *status set:
+ * RDX_EINVAL for a NULL path or bad reducers; RDX_EIO for a missing or unreadable file, or one
+ * that is not a regular file (a FIFO, a device, a folder); RDX_ECORRUPT for a file that is not a
+ * saved state, or is larger than RDX_MAX_JSON_TEXT_SIZE, or whose state is null; RDX_ENOMEM. The
+ * file is never changed.
  */
 RDX_API rdx_store *rdx_store_open(const char *path, const rdx_reducer *reducers,
                                   size_t reducer_count, rdx_status *status);
