@@ -43,7 +43,10 @@ public func folderEntries(_ folder: String) -> [String] {
     defer { closedir(directory) }
     var names: [String] = []
     while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        // The name in place: a dirent is only as long as its name, so copying the whole
+        // `d_name` field could read past the end of the buffer.
+        let field = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        let name = String(cString: field.assumingMemoryBound(to: CChar.self))
         if name != "." && name != ".." { names.append(name) }
     }
     return names.sorted()

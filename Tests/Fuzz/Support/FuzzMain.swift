@@ -39,9 +39,9 @@ func replay(_ paths: [String], _ body: FuzzHarness) -> Int {
         var files: [String] = []
         if let folder = opendir(path) {
             while let entry = readdir(folder) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                    String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-                }
+                // The name in place (a dirent is only as long as its name).
+                let field = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+                let name = String(cString: field.assumingMemoryBound(to: CChar.self))
                 if !name.hasPrefix(".") { files.append(path + "/" + name) }
             }
             closedir(folder)
