@@ -44,13 +44,21 @@ struct retainer {
     rdx_status flush_after;
 };
 
+static volatile int releasing; /* the main thread is about to drop its last reference */
+
 static void retaining_observer(rdx_store *store, const char *name, uint64_t version, void *context)
 {
     struct retainer *retainer = context;
     (void)name;
     (void)version;
     retainer->calls++;
-    if (retainer->kept == NULL) retainer->kept = rdx_store_retain(store);
+    if (retainer->kept == NULL) {
+        /* Retain only once the last release is under way (it drains the queue): wait for the
+         * main thread to get there. */
+        while (!releasing) sched_yield();
+        sleep_ms(100);
+        retainer->kept = rdx_store_retain(store);
+    }
 }
 
 static void test_retain_while_last_release_drains(void)
@@ -66,6 +74,7 @@ static void test_retain_while_last_release_drains(void)
     CHECK(rdx_store_add_observer(store, NULL, retaining_observer, &retainer) != 0);
     for (i = 0; i < 20; i++) CHECK_STATUS(rdx_store_enqueue_action(store, "inc", NULL), RDX_OK);
     /* The last reference: the queue drains inside this call, and the observer retains. */
+    releasing = 1;
     rdx_store_release(store);
     CHECK_EQ_INT(retainer.calls, 20);
     CHECK(retainer.kept == store);
