@@ -1,4 +1,5 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.0
+// 6.0: the oldest tools that know swiftLanguageModes (Swift 6 mode); nothing here needs newer.
 import PackageDescription
 
 let package = Package(
