@@ -73,6 +73,8 @@ struct KeyedContainerCache {
     @inline(__always)
     func entry(depth: Int, type: ObjectIdentifier, node: UInt32) -> (index: Int, isNew: Bool)? {
         let base = depth &* ways
+        // A depth past the ones sized for is served uncached: never an access out of bounds.
+        guard depth >= 0, base &+ ways <= capacity else { return nil }
         for i in base..<(base &+ ways) {
             guard let t = types[i] else { return (i, true) }
             if t == type && (!targets[i].busy || targets[i].node == node) { return (i, false) }
@@ -84,6 +86,7 @@ struct KeyedContainerCache {
     @inline(__always)
     func release(depth: Int, node: UInt32) {
         let base = depth &* ways
+        guard depth >= 0, base &+ ways <= capacity else { return }
         for i in base..<(base &+ ways) {
             if types[i] == nil { return }
             if targets[i].node == node { targets[i].busy = false }

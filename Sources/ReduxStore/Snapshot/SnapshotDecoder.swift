@@ -43,7 +43,7 @@ package enum SnapshotDecoder {
                     defer { cache.releaseBoxes() }
                     var session = DecodeSession(
                         slots: buffer.pointee.slots, strings: buffer.pointee.strings,
-                        buffer: buffer, hints: hints, cache: cache)
+                        buffer: buffer, hints: hints, hintCount: depths, cache: cache)
                     return try withUnsafePointer(to: &session) { session in
                         try session.pointee.decodeValue(T.self, at: 0, session)
                     }
@@ -70,6 +70,8 @@ struct DecodeSession {
     let strings: UnsafeMutablePointer<String>
     let buffer: UnsafeMutablePointer<TapeBuffer>
     let hints: UnsafeMutablePointer<KeyHint>
+    /// How many depths `hints` holds; a deeper object is searched without a hint.
+    let hintCount: Int
     let cache: KeyedContainerCache
 
     // MARK: Values
@@ -194,6 +196,7 @@ struct DecodeSession {
     @inline(__always)
     func child(of container: UInt32, named name: String) -> UInt32 {
         let slot = slots[Int(container)]
+        guard slot.depth < hintCount else { return scan(container, slot, named: name) }
         let hint = hints + slot.depth
         if hint.pointee.container == container {
             let candidate = hint.pointee.next
@@ -209,6 +212,17 @@ struct DecodeSession {
                 hint.pointee = KeyHint(container: container, next: slots[Int(entry)].next)
                 return entry
             }
+            entry = slots[Int(entry)].next
+        }
+        return 0
+    }
+
+    /// The child of `container` named `name` by a plain scan, or 0.
+    private func scan(_ container: UInt32, _ slot: TapeSlot, named name: String) -> UInt32 {
+        guard slot.tag == .object else { return 0 }
+        var entry = slot.first
+        while entry != 0 {
+            if strings[Int(slots[Int(entry)].key)] == name { return entry }
             entry = slots[Int(entry)].next
         }
         return 0

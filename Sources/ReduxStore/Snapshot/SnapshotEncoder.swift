@@ -210,6 +210,9 @@ struct TapeWriter {
     @inline(__always)
     func appendContainer(of parent: UInt32, key: UInt32, _ tag: TapeTag) -> UInt32 {
         let child = buffer.pointee.appendChild(of: parent, key: key, tag: tag, payload: 0)
+        // The decoder sizes its per-depth scratch by the deepest container: record this one.
+        let depth = buffer.pointee.slots[Int(child)].depth
+        if depth > buffer.pointee.deepestContainer { buffer.pointee.deepestContainer = depth }
         if buffer.pointee.slots[Int(child)].depth > StoreLimits.maximumNestingDepth && buffer.pointee.tooDeep < 0 {
             buffer.pointee.tooDeep = Int(child)
         }
