@@ -34,8 +34,8 @@ public func rdx_store_open(
         let (state, version) = try StoreFile.readState(JSONCTree.self, from: path)
         guard state.object != nil else {
             throw StoreError(
-                .corrupt, "\(path): state: a C store's state is not null (its reducers could not "
-                    + "mutate it)")
+                .corrupt, "\(path): state: null cannot be a C store's state (its reducers "
+                    + "could not mutate it)")
         }
         return JSONCTreeStoreHandle(state: state, version: version, reducers: reducers)
     }
