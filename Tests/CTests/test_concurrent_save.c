@@ -24,6 +24,7 @@
 #include "reduxstore.h"
 #include "check.h"
 #include "util.h"
+#include "files.h"
 
 /* "grow" appends {"n": N} to state.items, N its position. */
 static void grow(json_object *state, const char *identifier, json_object *payload, void *context)
@@ -95,17 +96,6 @@ static int open_whole(const char *path)
     return ok;
 }
 
-static int entries_in(const char *path)
-{
-    DIR *dir = opendir(path);
-    struct dirent *entry;
-    int count = 0;
-    if (dir == NULL) return -1;
-    while ((entry = readdir(dir)) != NULL)
-        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) count++;
-    closedir(dir);
-    return count;
-}
 
 int main(int argc, char **argv)
 {

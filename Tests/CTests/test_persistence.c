@@ -20,6 +20,7 @@
 #include "reduxstore.h"
 #include "check.h"
 #include "util.h"
+#include "files.h"
 
 /* The folder every test writes in, made fresh by main(). */
 static char folder[] = "/tmp/reduxstore-ctest-persistence-XXXXXX";
@@ -69,18 +70,6 @@ static int write_bytes(const char *path, const char *bytes, size_t size)
     return fclose(file) == 0 && ok;
 }
 
-/* The number of entries in `path` (a folder), "." and ".." aside. */
-static int entries_in(const char *path)
-{
-    DIR *dir = opendir(path);
-    struct dirent *entry;
-    int count = 0;
-    if (dir == NULL) return -1;
-    while ((entry = readdir(dir)) != NULL)
-        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) count++;
-    closedir(dir);
-    return count;
-}
 
 static int exists(const char *path)
 {

@@ -25,6 +25,7 @@
 #include "reduxstore.h"
 #include "check.h"
 #include "util.h"
+#include "files.h"
 
 static char folder[] = "/tmp/reduxstore-ctest-rules-XXXXXX";
 
@@ -54,17 +55,6 @@ static char *read_text(const char *path)
     return bytes;
 }
 
-static int entries_in(const char *path)
-{
-    DIR *dir = opendir(path);
-    struct dirent *entry;
-    int count = 0;
-    if (dir == NULL) return -1;
-    while ((entry = readdir(dir)) != NULL)
-        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) count++;
-    closedir(dir);
-    return count;
-}
 
 /*
  * "nan" and "inf" put a non-finite number at state.x; "wrap" wraps state.deep in one more array;
