@@ -10,8 +10,11 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidArgument
         /// Text that should be JSON did not parse.
         case parse
-        /// A value did not decode into the expected type, or did not encode.
+        /// A value did not decode into the expected type.
         case decode
+        /// A value did not encode: its `encode(to:)` threw, or it holds what JSON cannot (a
+        /// NaN or an infinity, a string that is not UTF-8). C reports it as `RDX_EDECODE`.
+        case encode
         /// Input went past a documented limit (nesting depth, size, identifier length).
         case limit
         /// A file could not be read, written or synced.
@@ -58,7 +61,7 @@ extension StoreError {
     /// Wraps any error thrown by an encoder or decoder, naming the coding path first.
     ///
     /// - Parameter prefix: a path segment to put before the coding path (`"payload"`), or `nil`.
-    public init(coding error: any Error, prefix: String? = nil) {
+    package init(coding error: any Error, prefix: String? = nil) {
         if let error = error as? StoreError {
             self.init(
                 error.kind, codingPath: CodingPath.join(prefix, error.codingPath),
@@ -66,6 +69,7 @@ extension StoreError {
             return
         }
         let (path, detail): ([any CodingKey], String)
+        var kind = Kind.decode
         switch error {
         case let error as DecodingError:
             switch error {
@@ -78,6 +82,7 @@ extension StoreError {
                 (path, detail) = ([], "\(error)")
             }
         case let error as EncodingError:
+            kind = .encode
             switch error {
             case .invalidValue(_, let context):
                 (path, detail) = (context.codingPath, context.debugDescription)
@@ -87,17 +92,17 @@ extension StoreError {
         default:
             (path, detail) = ([], "\(error)")
         }
-        self.init(.decode, codingPath: CodingPath.describe(path, prefix: prefix), detail: detail)
+        self.init(kind, codingPath: CodingPath.describe(path, prefix: prefix), detail: detail)
     }
 }
 
 /// Renders coding paths the way every message in ReduxStore shows them: `items[3].title`.
-public enum CodingPath {
+package enum CodingPath {
     /// `[items, Index 3, title]` → `items[3].title`; with a prefix, `payload.items[3].title`.
     ///
     /// A key whose `intValue` is set and whose `stringValue` is `"Index N"` is an array position
     /// and prints as `[N]`; every other key prints as `.name` (an integer dictionary key as `.3`).
-    public static func describe(_ path: [any CodingKey], prefix: String? = nil) -> String {
+    package static func describe(_ path: [any CodingKey], prefix: String? = nil) -> String {
         var out = prefix ?? ""
         for key in path {
             if let index = key.intValue, key.stringValue == "Index \(index)" {
@@ -111,7 +116,7 @@ public enum CodingPath {
     }
 
     /// `payload` + `items[3]` → `payload.items[3]`; `payload` + `[3]` → `payload[3]`.
-    public static func join(_ prefix: String?, _ path: String) -> String {
+    package static func join(_ prefix: String?, _ path: String) -> String {
         guard let prefix, !prefix.isEmpty else { return path }
         if path.isEmpty { return prefix }
         return path.hasPrefix("[") ? prefix + path : "\(prefix).\(path)"

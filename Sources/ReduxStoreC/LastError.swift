@@ -37,7 +37,7 @@ extension StoreError.Kind {
         switch self {
         case .invalidArgument: RDX_EINVAL
         case .parse: RDX_EPARSE
-        case .decode: RDX_EDECODE
+        case .decode, .encode: RDX_EDECODE
         case .limit: RDX_ELIMIT
         case .io: RDX_EIO
         case .corrupt: RDX_ECORRUPT

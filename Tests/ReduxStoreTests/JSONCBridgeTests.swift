@@ -852,11 +852,11 @@ struct JSONCErrorTests {
     }
 
     @Test func encodingErrors() {
-        #expect(encodeError(["k": [BadKey()]]) == StoreError(.decode, "k[0].a\u{0}b: key contains a NUL character"))
-        #expect(encodeError([Misuse()]) == StoreError(.decode, "[0]: a unkeyed container was requested where a different value was already encoded"))
-        #expect(encodeError(DoubleSingle()) == StoreError(.decode, "a single value was encoded where a value was already encoded"))
+        #expect(encodeError(["k": [BadKey()]]) == StoreError(.encode, "k[0].a\u{0}b: key contains a NUL character"))
+        #expect(encodeError([Misuse()]) == StoreError(.encode, "[0]: a unkeyed container was requested where a different value was already encoded"))
+        #expect(encodeError(DoubleSingle()) == StoreError(.encode, "a single value was encoded where a value was already encoded"))
         // A failure deep inside frees everything built so far (checked under the sanitizer).
-        #expect(encodeError(["a": [["x": 1.0], ["y": .nan]]]) == StoreError(.decode, "a[1].y: non-finite number nan is not valid JSON"))
+        #expect(encodeError(["a": [["x": 1.0], ["y": .nan]]]) == StoreError(.encode, "a[1].y: non-finite number nan is not valid JSON"))
     }
 
     /// (JSON text, kind, message).
@@ -1090,7 +1090,7 @@ struct JSONCPartialFailureTests {
 
     @Test(arguments: cases)
     func failsCleanly(_ place: JBFailer.JBPlace, _ message: String) {
-        #expect(encodeError([JBFailer(at: place)]) == StoreError(.decode, message))
+        #expect(encodeError([JBFailer(at: place)]) == StoreError(.encode, message))
     }
 
     struct Replaced: Encodable {

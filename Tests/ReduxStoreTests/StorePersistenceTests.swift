@@ -164,14 +164,14 @@ struct StoreSaveLimitsTests {
         #expect(readText(path) == before)
     }
 
-    @Test("a NaN or an infinity is refused with a decode error naming it; the old file stays",
+    @Test("a NaN or an infinity is refused with an encode error naming it; the old file stays",
           arguments: [Double.nan, .infinity, -.infinity])
     func nonFinite(value: Double) throws {
         let store = Store(reducers: [measureReducer], state: Measure(value: 1, text: []))
         let (path, before) = try savedFirst(store)
         store.dispatchAction(SetValue(value: value))
         let error = #expect(throws: StoreError.self) { try store.save(to: path) }
-        #expect(error?.kind == .decode)
+        #expect(error?.kind == .encode)
         #expect(error?.message.hasPrefix("save \(path): value: ") == true, "\(error?.message ?? "")")
         #expect(readText(path) == before)
         #expect(folderEntries(folderOf(path)) == ["state.json"])

@@ -104,7 +104,7 @@ struct StoreSnapshotTests {
     func failingState() {
         let store = Store(reducers: [], state: Failing())
         let error = #expect(throws: StoreError.self) { try store.snapshot() }
-        #expect(error?.kind == .decode)
+        #expect(error?.kind == .encode)
         #expect(error?.message == "refused")
     }
 }
