@@ -64,3 +64,30 @@ struct SnapshotNestingTests {
         #expect(reopened.currentState() == [foundation, foundation])
     }
 }
+
+@Suite("Snapshots read numbers as a JSON round trip reads them")
+struct SnapshotNumberTests {
+    struct AsFloat: Encodable { var x: Float }
+    struct AsDouble: Codable, Equatable, Sendable { var x: Double }
+    /// Encodes as `AsFloat`, decodes as `AsDouble`.
+    struct Widened: Codable, Sendable {
+        var x: Double
+        init(_ x: Float) { self.x = Double(x) ; self.float = x }
+        var float: Float?
+        enum CodingKeys: String, CodingKey { case x }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(float ?? Float(x), forKey: .x)
+        }
+        init(from decoder: any Decoder) throws {
+            x = try decoder.container(keyedBy: CodingKeys.self).decode(Double.self, forKey: .x)
+        }
+    }
+
+    @Test("a Float encoded and decoded as a Double is what Foundation gives", arguments: [Float(0.1), 1.1, 3.4e38, -2.5e-7, 0])
+    func floatAsDouble(value: Float) throws {
+        let foundation = try JSONDecoder().decode(AsDouble.self, from: JSONEncoder().encode(AsFloat(x: value)))
+        let store = Store(reducers: [], state: Widened(value))
+        #expect(store.currentState().x == foundation.x)
+    }
+}

@@ -164,7 +164,12 @@ struct DecodeSession {
         let slot = slots[Int(node)]
         switch slot.tag {
         case .double: return Double(bitPattern: slot.payload)
-        case .float: return Double(Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload)))
+        case .float:
+            // As a JSON round trip reads it: the Float's shortest decimal text, read as a Double
+            // (a Float 0.1 read as Double is 0.1, not 0.10000000149011612).
+            let float = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
+            guard float.isFinite, let double = Double(float.description) else { return Double(float) }
+            return double
         case .int: return Double(Int64(bitPattern: slot.payload))
         case .uint: return Double(slot.payload)
         case .bigint:
