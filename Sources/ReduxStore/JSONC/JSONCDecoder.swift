@@ -7,7 +7,9 @@ import FoundationEssentials
 /// It reads what C hands in: action payloads decoded into typed Swift actions, and saved state
 /// parsed by json-c. The tree is borrowed: the decoder never changes it, never takes or releases
 /// a reference, and keeps no pointer into it after returning. JSON `null` is json-c's `NULL`, so
-/// ``decode(_:from:)`` takes an `OpaquePointer?`.
+/// `decode(_:from:)` takes an `OpaquePointer?`. That tree form is `package`: json-c pointers
+/// never cross the module's public API. Swift callers use ``decode(_:fromJSONString:)``, and C
+/// programs reach the tree form through `include/reduxstore.h`.
 ///
 /// What it accepts:
 /// - integers of every width from JSON integers in range, and from integral doubles (`3.0`); a
@@ -80,7 +82,7 @@ public struct JSONCDecoder: Sendable {
     ///   ``StoreLimits/maximumNestingDepth``.
     /// - Complexity: O(n) in the size of the part of the tree that `T` reads; one hash lookup
     ///   per key asked for, no JSON text and no per-key string copies.
-    public func decode<T: Decodable>(_ type: T.Type, from object: OpaquePointer?) throws(StoreError) -> T {
+    package func decode<T: Decodable>(_ type: T.Type, from object: OpaquePointer?) throws(StoreError) -> T {
         let state = DecodingState(options: self)
         let decoder = JSONCDecoderImpl(state: state, codingPath: [], current: object)
         defer { state.finish() }
@@ -96,7 +98,8 @@ public struct JSONCDecoder: Sendable {
     /// - Throws: ``StoreError`` of kind ``StoreError/Kind/parse`` for text that is not JSON (the
     ///   message names the byte offset), ``StoreError/Kind/limit`` for text longer than
     ///   ``StoreLimits/maximumJSONTextSize`` bytes or nested deeper than
-    ///   ``StoreLimits/maximumNestingDepth``, and otherwise as ``decode(_:from:)``.
+    ///   ``StoreLimits/maximumNestingDepth``, and otherwise ``StoreError/Kind/decode`` with the coding
+    ///   path and the reason.
     /// - Complexity: one parse into a temporary json-c tree, which is freed before returning.
     public func decode<T: Decodable>(_ type: T.Type, fromJSONString text: String) throws(StoreError) -> T {
         let tree = try JSONC.parse(text)

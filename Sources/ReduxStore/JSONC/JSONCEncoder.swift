@@ -6,8 +6,10 @@ import FoundationEssentials
 ///
 /// The tree is what C code reads: C snapshots, payloads handed to C callbacks, and, printed with
 /// json-c's own printer, saved state. JSON `null` is json-c's `NULL` pointer, so
-/// ``encode(_:)`` returns `OpaquePointer?`: `nil` means the value encoded to `null` (an
-/// `Optional` that is `nil`), and every other value comes back as a non-`nil` tree.
+/// `encode(_:)` returns `OpaquePointer?`: `nil` means the value encoded to `null` (an
+/// `Optional` that is `nil`), and every other value comes back as a non-`nil` tree. That tree
+/// form is `package`: json-c pointers never cross the module's public API. Swift callers use
+/// ``encodeToJSONString(_:pretty:)``, and C programs get trees through `include/reduxstore.h`.
 ///
 /// Special types, as Foundation's `JSONEncoder` treats them: `Date` and `Data` follow the
 /// strategies below, `URL` encodes as its absolute string, `Decimal` as a number that prints with
@@ -16,7 +18,7 @@ import FoundationEssentials
 /// the next element). A value that encodes nothing at all becomes an empty object, `{}`.
 ///
 /// Errors are ``StoreError``s whose message starts with the coding path:
-/// `items[3].price: non-finite number nan is not valid JSON` (kind ``StoreError/Kind/decode``);
+/// `items[3].price: non-finite number nan is not valid JSON` (kind ``StoreError/Kind/encode``);
 /// nesting deeper than ``StoreLimits/maximumNestingDepth`` is kind ``StoreError/Kind/limit``.
 /// On any error nothing is returned and every json-c node built so far has been freed.
 ///
@@ -67,13 +69,13 @@ public struct JSONCEncoder: Sendable {
     /// - Returns: a new `json_object` reference that the caller owns and must release with
     ///   `json_object_put`, or `nil` when the value encoded to JSON `null` (json-c's `NULL`;
     ///   `json_object_put(NULL)` is harmless, so callers may put the result unconditionally).
-    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/decode`` for a value that cannot be
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/encode`` for a value that cannot be
     ///   encoded (message `path: reason`), ``StoreError/Kind/limit`` for nesting deeper than
     ///   ``StoreLimits/maximumNestingDepth``, ``StoreError/Kind/outOfMemory`` if json-c cannot
     ///   allocate. Nothing is leaked on any error.
     /// - Complexity: O(n) in the size of the encoded value; one json-c allocation per JSON value
     ///   (plus a hash table per object), no JSON text.
-    public func encode<T: Encodable>(_ value: T) throws(StoreError) -> OpaquePointer? {
+    package func encode<T: Encodable>(_ value: T) throws(StoreError) -> OpaquePointer? {
         let state = EncodingState(options: self)
         let encoder = JSONCEncoderImpl(state: state, codingPath: [])
         defer { state.finish() }
@@ -89,7 +91,10 @@ public struct JSONCEncoder: Sendable {
     /// - Parameter pretty: `false` (the default) for compact text, `true` for text indented by
     ///   two spaces. Object keys keep the order in which they were encoded; `/` is not escaped.
     /// - Returns: the text; `"null"` for a value that encodes to `null`.
-    /// - Throws: as ``encode(_:)``.
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/encode`` for a value that cannot be
+    ///   encoded (message `path: reason`), ``StoreError/Kind/limit`` for nesting deeper than
+    ///   ``StoreLimits/maximumNestingDepth``, ``StoreError/Kind/outOfMemory`` if json-c cannot
+    ///   allocate.
     /// - Complexity: builds the json-c tree, prints it once, and frees it.
     public func encodeToJSONString<T: Encodable>(
         _ value: T, pretty: Bool = false
