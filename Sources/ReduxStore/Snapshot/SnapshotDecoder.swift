@@ -5,6 +5,8 @@
 // tape at once. Decoders and containers are structs of a raw session pointer and slot indices:
 // copying them costs no retain/release and they fit an existential's inline buffer.
 
+import FoundationEssentials
+
 /// Reads fresh values back from ``SnapshotTape``s.
 package enum SnapshotDecoder {
     /// Decodes a new `T` from `tape`. Thread-safe: reads only.
@@ -82,6 +84,7 @@ struct DecodeSession {
         if let kind = ScalarKind(T.self) {
             return try decodeScalar(kind, T.self, at: node)
         }
+        if T.self == URL.self { return reinterpret(try url(node), as: T.self) }
         if let array = T.self as? any SnapshotArrayDecodable.Type {
             return try Self.decodeArray(array, node, session) as! T
         }
@@ -94,6 +97,16 @@ struct DecodeSession {
         _: A.Type, _ node: UInt32, _ session: UnsafePointer<DecodeSession>
     ) throws -> A {
         try A.decodeElements(session, node)
+    }
+
+    /// A `URL` from its string, as Foundation's `JSONDecoder` reads one.
+    func url(_ node: UInt32) throws -> URL {
+        let text = try string(node)
+        guard let url = URL(string: text) else {
+            throw DecodingError.dataCorrupted(DecodingError.Context(
+                codingPath: codingPath(node), debugDescription: "invalid URL string \"\(text)\""))
+        }
+        return url
     }
 
     @inline(__always)
@@ -300,6 +313,11 @@ extension Array: SnapshotArrayDecodable where Element: Decodable {
         if let kind = ScalarKind(Element.self) {
             while child != 0 {
                 result.append(try s.decodeScalar(kind, Element.self, at: child))
+                child = s.slots[Int(child)].next
+            }
+        } else if Element.self == URL.self {
+            while child != 0 {
+                result.append(reinterpret(try s.url(child), as: Element.self))
                 child = s.slots[Int(child)].next
             }
         } else {

@@ -4,6 +4,8 @@
 // and a slot index. The standard library copies containers on every `encode(_:forKey:)` call;
 // with no strong references inside, those copies cost no retain/release.
 
+import FoundationEssentials
+
 /// Writes Encodable values into ``SnapshotTape``s.
 ///
 /// Not thread-safe: a store owns one and uses it under its lock. Reuses its internal objects
@@ -18,6 +20,8 @@
 package final class SnapshotEncoder {
     /// Keyed containers reused between values and between encodes.
     private let cache = KeyedContainerCache(ways: 4)
+    /// Which keys each object holds, so that a key written twice keeps one entry.
+    private let keys = ObjectKeys()
 
     package init() {}
 
@@ -27,8 +31,9 @@ package final class SnapshotEncoder {
     ///
     /// `tape` must not be read by anyone while this runs (the store only re-encodes into a tape
     /// it holds the only reference to). A value whose `encode(to:)` asks for no container is
-    /// written as `{}`. Duplicate keys in one keyed container are all kept; decoding finds the
-    /// first.
+    /// written as `{}`. A key written twice into one object keeps one entry, as Foundation's
+    /// `JSONEncoder` does (see `ObjectKeys`): a value replaces what was there, a nested container
+    /// asked for again is the same container.
     ///
     /// - Throws: ``StoreError`` of kind `.limit` for a value nested deeper than
     ///   ``StoreLimits/maximumNestingDepth``; kind `.decode` (with the coding path) for an
@@ -41,8 +46,13 @@ package final class SnapshotEncoder {
             payload: 0, next: 0, key: 0, info: TapeTag.pending.rawValue | 1 << 8, first: 0))
         buffer.pointee.slotCount = 1
         cache.freeAll()
+        keys.reset()
         buffer.pointee.cache = cache
-        defer { buffer.pointee.cache = nil }
+        buffer.pointee.keys = Unmanaged.passUnretained(keys)
+        defer {
+            buffer.pointee.cache = nil
+            buffer.pointee.keys = nil
+        }
         do {
             try withExtendedLifetime(tape) {
                 try TapeWriter(buffer: buffer).encodeValue(value, into: 0)
@@ -73,6 +83,11 @@ extension Array: SnapshotArrayEncodable where Element: Encodable {
             for element in self {
                 let child = buffer.pointee.appendChild(of: node, key: 0, tag: .null, payload: 0)
                 writer.encodeScalar(kind, element, into: child)
+            }
+        } else if Element.self == URL.self {
+            for element in self {
+                let child = buffer.pointee.appendChild(of: node, key: 0, tag: .null, payload: 0)
+                writer.setURL(reinterpret(element, as: URL.self), child)
             }
         } else {
             if buffer.pointee.slots[Int(node)].depth >= StoreLimits.maximumNestingDepth && !isEmpty {
@@ -136,6 +151,8 @@ struct TapeWriter {
     func encodeValue<T: Encodable>(_ value: T, into node: UInt32) throws {
         if let kind = ScalarKind(T.self) {
             encodeScalar(kind, value, into: node)
+        } else if T.self == URL.self {
+            setURL(reinterpret(value, as: URL.self), node)
         } else if let array = value as? any SnapshotArrayEncodable {
             try array.encodeElements(self, into: node)
         } else {
@@ -169,6 +186,12 @@ struct TapeWriter {
         case .int128: setInt128(reinterpret(value, as: Int128.self), node)
         case .uint128: setUInt128(reinterpret(value, as: UInt128.self), node)
         }
+    }
+
+    /// A `URL` is its absolute string, as Foundation's `JSONEncoder` writes it (its own
+    /// `encode(to:)` would keep a relative URL's parts, which a JSON round trip loses).
+    func setURL(_ url: URL, _ node: UInt32) {
+        setString(url.absoluteString, node)
     }
 
     @inline(__always)
@@ -311,17 +334,49 @@ struct TapeKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
 
+    /// The entry `name` already has in this object (see `ObjectKeys`), or nil; records `name`.
+    @inline(__always)
+    func existing(_ name: String) -> (previous: UInt32, entry: UInt32)? {
+        let node = self.node
+        let buffer = self.buffer
+        if let keys = buffer.pointee.keys {
+            return keys._withUnsafeGuaranteedRef { $0.existing(name, in: node, buffer) }
+        }
+        return buffer.pointee.entry(of: node, named: name)
+    }
+
+    /// Appends an entry keyed `name`, replacing the one the object had under it: the last
+    /// value written for a key wins.
+    @inline(__always)
+    func replace(_ name: String, _ tag: TapeTag, _ payload: UInt64) -> UInt32 {
+        if let (previous, entry) = existing(name) {
+            buffer.pointee.unlink(entry, previous: previous, from: node)
+        }
+        let k = buffer.pointee.appendString(name)
+        return buffer.pointee.appendChild(of: node, key: k, tag: tag, payload: payload)
+    }
+
+    /// The entry of a nested container of `tag` under `name`: the one the object has, if it is a
+    /// container of that kind (so both are merged, as Foundation merges them), else a new one
+    /// that replaces whatever was there.
+    func nested(_ name: String, _ tag: TapeTag) -> UInt32 {
+        if let (previous, entry) = existing(name) {
+            if buffer.pointee.slots[Int(entry)].tag == tag { return entry }
+            buffer.pointee.unlink(entry, previous: previous, from: node)
+        }
+        let k = buffer.pointee.appendString(name)
+        return TapeWriter(buffer: buffer).appendContainer(of: node, key: k, tag)
+    }
+
     @inline(__always)
     func add(_ key: Key, _ tag: TapeTag, _ payload: UInt64) -> UInt32 {
-        let k = buffer.pointee.appendString(key.stringValue)
-        return buffer.pointee.appendChild(of: node, key: k, tag: tag, payload: payload)
+        replace(key.stringValue, tag, payload)
     }
 
     @inline(__always)
     func addString(_ value: String, _ key: Key) {
-        let k = buffer.pointee.appendString(key.stringValue)
         let v = buffer.pointee.appendString(value)
-        _ = buffer.pointee.appendChild(of: node, key: k, tag: .string, payload: UInt64(v))
+        _ = replace(key.stringValue, .string, UInt64(v))
     }
 
     mutating func encodeNil(forKey key: Key) throws { _ = add(key, .null, 0) }
@@ -353,20 +408,16 @@ struct TapeKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
-        let k = buffer.pointee.appendString(key.stringValue)
-        let child = TapeWriter(buffer: buffer).appendContainer(of: node, key: k, .object)
-        return KeyedEncodingContainer(TapeKeyedEncoder<NestedKey>(buffer: buffer, node: child))
+        KeyedEncodingContainer(TapeKeyedEncoder<NestedKey>(buffer: buffer, node: nested(key.stringValue, .object)))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let k = buffer.pointee.appendString(key.stringValue)
-        let child = TapeWriter(buffer: buffer).appendContainer(of: node, key: k, .array)
-        return TapeUnkeyedEncoder(buffer: buffer, node: child)
+        TapeUnkeyedEncoder(buffer: buffer, node: nested(key.stringValue, .array))
     }
 
+    /// A new encoder for the key `super`, replacing what was there (Foundation's rule).
     mutating func superEncoder() -> any Encoder {
-        let k = buffer.pointee.appendString(AnyCodingKey.super.stringValue)
-        return TapeEncoder(buffer: buffer, node: buffer.pointee.appendChild(of: node, key: k, tag: .pending, payload: 0))
+        TapeEncoder(buffer: buffer, node: replace(AnyCodingKey.super.stringValue, .pending, 0))
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {

@@ -99,6 +99,8 @@ struct TapeBuffer {
     var deepestContainer: Int
     /// The encoder's container cache, set while an encode runs.
     var cache: KeyedContainerCache?
+    /// The encoder's index of the keys each object holds, set while an encode runs.
+    var keys: Unmanaged<ObjectKeys>?
 
     init() {
         slotCapacity = 64
@@ -110,6 +112,7 @@ struct TapeBuffer {
         tooDeep = -1
         deepestContainer = 0
         cache = nil
+        keys = nil
     }
 
     /// Drops the contents, keeps the capacity. O(number of strings) for their releases.
