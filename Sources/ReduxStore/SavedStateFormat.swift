@@ -70,7 +70,7 @@ enum SavedStateFormat {
         }
         let bytes = UnsafeRawBufferPointer(start: printed, count: length)
         do {
-            try JSONC.rejectWhatJSONCLetsThrough(bytes.bindMemory(to: UInt8.self))
+            _ = try JSONC.rejectWhatJSONCLetsThrough(bytes.bindMemory(to: UInt8.self))
         } catch {
             throw StoreError(.decode, "the state would not read back: \(error.message)")
         }

@@ -57,8 +57,6 @@ let badActionTexts: [BadInput] = [
     BadInput(#"{"identifier": true}"#, .decode, "identifier: expected string, found boolean"),
     BadInput(#"{"identifier": "a", "extra": 1}"#, .decode, #"action.extra: unexpected key (an action has "identifier" and "payload")"#),
     BadInput(#"{"identifier": "a\u0000b"}"#, .decode, "identifier contains a NUL character"),
-    BadInput(#"{"identifier": "a", "payload": 18446744073709551616}"#, .decode, "JSON text at byte 31: the integer 18446744073709551616 does not fit in 64 bits"),
-    BadInput(#"{"identifier": "a", "payload": -9223372036854775809}"#, .decode, "JSON text at byte 31: the integer -9223372036854775809 does not fit in 64 bits"),
     BadInput(#"{"identifier": "a", "payload": {"x": [1e400]}}"#, .decode, "payload.x[0]: non-finite number is not valid JSON"),
     // Past a limit.
     BadInput(#"{"identifier": "\#(longIdentifier)"}"#, .limit, "identifier is longer than 1024 bytes"),

@@ -345,10 +345,12 @@ enum EquivalentKeys: Writing {
 enum ManyKeysRewritten: Writing {
     static func write(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: PKey.self)
+        var nested = c.nestedContainer(keyedBy: PKey.self, forKey: PKey("nested"))
+        try nested.encode(1, forKey: PKey("inner"))
         for i in 0..<300 { try c.encode(i, forKey: PKey("key\(i)")) }
         for i in stride(from: 0, to: 300, by: 7) { try c.encode("again \(i)", forKey: PKey("key\(i)")) }
-        var nested = c.nestedContainer(keyedBy: PKey.self, forKey: PKey("key3"))
-        try nested.encode(1, forKey: PKey("inner"))
+        var again = c.nestedContainer(keyedBy: PKey.self, forKey: PKey("nested"))
+        try again.encode(2, forKey: PKey("other"))
     }
 }
 
@@ -439,7 +441,9 @@ let parityShapes: [ParityShape] = [
     shape("canonically equal keys", Written<EquivalentKeys>()),
     shape("many keys rewritten", Written<ManyKeysRewritten>()),
     shape("objects written in turns", Written<InterleavedObjects>()),
-    shape("a value that writes nothing", Written<Nothing>()),
+    // Nested: at the top level Foundation refuses a value that writes nothing, where the
+    // snapshot and the json-c bridge write `{}` (their documented rule).
+    shape("a value that writes nothing", [Written<Nothing>()]),
     shape("deep nesting, 120 levels of objects", PDeep.chain(120)),
     shape("large array of integers", Array(0..<100_000)),
     shape("large array of structs", (0..<10_000).map { PTodo(id: $0, title: "todo \($0)", done: $0 % 2 == 0, note: nil) }),

@@ -336,9 +336,7 @@ struct JSONCKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoc
 
     /// The node under `key`: `.none` if the key is missing, `.some(nil)` if it holds null.
     private func lookUp(_ key: Key) -> OpaquePointer?? {
-        var node: OpaquePointer?
-        let found = key.stringValue.withCString { json_object_object_get_ex(object, $0, &node) }
-        return found != 0 ? .some(node) : .none
+        JSONC.value(in: object, forKey: key.stringValue)
     }
 
     private func require(_ key: Key) throws -> OpaquePointer? {
@@ -376,6 +374,8 @@ struct JSONCKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoc
     func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try integer(key) }
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try integer(key) }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try integer(key) }
+    func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 { try integer(key) }
+    func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { try integer(key) }
 
     private func integer<T: FixedWidthInteger>(_ key: Key) throws -> T {
         try JSONC.readInteger(require(key), as: T.self) { keyPath(key) }
@@ -414,6 +414,8 @@ struct JSONCKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoc
     func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try integerIfPresent(key) }
     func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try integerIfPresent(key) }
     func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: Int128.Type, forKey key: Key) throws -> Int128? { try integerIfPresent(key) }
+    func decodeIfPresent(_ type: UInt128.Type, forKey key: Key) throws -> UInt128? { try integerIfPresent(key) }
 
     private func integerIfPresent<T: FixedWidthInteger>(_ key: Key) throws -> T? {
         try ifPresent(key) { try JSONC.readInteger($0, as: T.self) { keyPath(key) } }
@@ -535,6 +537,8 @@ struct JSONCUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try integer() }
     mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
     mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
+    mutating func decode(_ type: Int128.Type) throws -> Int128 { try integer() }
+    mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try integer() }
 
     private mutating func integer<T: FixedWidthInteger>() throws -> T {
         try next(T.self) { node, _, path in try JSONC.readInteger(node, as: T.self, path) }
@@ -605,6 +609,8 @@ struct JSONCSingleValueDecodingContainer: SingleValueDecodingContainer {
     func decode(_ type: UInt16.Type) throws -> UInt16 { try integer() }
     func decode(_ type: UInt32.Type) throws -> UInt32 { try integer() }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try integer() }
+    func decode(_ type: Int128.Type) throws -> Int128 { try integer() }
+    func decode(_ type: UInt128.Type) throws -> UInt128 { try integer() }
 
     private func integer<T: FixedWidthInteger>() throws -> T {
         try JSONC.readInteger(node, as: T.self) { codingPath }

@@ -431,9 +431,7 @@ struct JSONCKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
         ) { keyPath(key) }, key)
     }
     mutating func encode(_ value: Float, forKey key: Key) throws {
-        try add(JSONC.makeDouble(
-            Double(value), printed: value.description, options.nonConformingFloatEncodingStrategy
-        ) { keyPath(key) }, key)
+        try add(JSONC.makeFloat(value, options.nonConformingFloatEncodingStrategy) { keyPath(key) }, key)
     }
     mutating func encode(_ value: Int, forKey key: Key) throws { try add(JSONC.makeInteger(value), key) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { try add(JSONC.makeInteger(value), key) }
@@ -445,6 +443,8 @@ struct JSONCKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
     mutating func encode(_ value: UInt16, forKey key: Key) throws { try add(JSONC.makeInteger(value), key) }
     mutating func encode(_ value: UInt32, forKey key: Key) throws { try add(JSONC.makeInteger(value), key) }
     mutating func encode(_ value: UInt64, forKey key: Key) throws { try add(JSONC.makeInteger(value), key) }
+    mutating func encode(_ value: Int128, forKey key: Key) throws { try add(JSONC.makeInteger(value), key) }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { try add(JSONC.makeInteger(value), key) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         if object == nil { try add(nil, key) }  // throws the recorded failure
@@ -465,8 +465,15 @@ struct JSONCKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
             impl: impl, array: node, baseDepth: baseDepth, extra: extra + [key])
     }
 
+    /// A nested container under `key`: the object's value there if it is a container of that
+    /// kind (so both are merged, as Foundation merges them), else a new one replacing it.
     private func openNested(_ key: Key, keyed: Bool) -> OpaquePointer? {
-        impl.takeUnretainedValue().openNested(
+        if let object, case .some(.some(let existing)) = JSONC.value(in: object, forKey: key.stringValue),
+           json_object_get_type(existing) == (keyed ? json_type_object : json_type_array) {
+            impl.takeUnretainedValue().state.pin(existing)
+            return existing
+        }
+        return impl.takeUnretainedValue().openNested(
             in: object, path: keyPath(key), keyed: keyed
         ) { node in try JSONC.add(node, to: object!, key: key.stringValue) { keyPath(key) } }
     }
@@ -519,9 +526,7 @@ struct JSONCUnkeyedEncodingContainer: UnkeyedEncodingContainer {
             value, printed: value.description, options.nonConformingFloatEncodingStrategy, nextPath))
     }
     mutating func encode(_ value: Float) throws {
-        try append(JSONC.makeDouble(
-            Double(value), printed: value.description, options.nonConformingFloatEncodingStrategy,
-            nextPath))
+        try append(JSONC.makeFloat(value, options.nonConformingFloatEncodingStrategy, nextPath))
     }
     mutating func encode(_ value: Int) throws { try append(JSONC.makeInteger(value)) }
     mutating func encode(_ value: Int8) throws { try append(JSONC.makeInteger(value)) }
@@ -533,6 +538,8 @@ struct JSONCUnkeyedEncodingContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt16) throws { try append(JSONC.makeInteger(value)) }
     mutating func encode(_ value: UInt32) throws { try append(JSONC.makeInteger(value)) }
     mutating func encode(_ value: UInt64) throws { try append(JSONC.makeInteger(value)) }
+    mutating func encode(_ value: Int128) throws { try append(JSONC.makeInteger(value)) }
+    mutating func encode(_ value: UInt128) throws { try append(JSONC.makeInteger(value)) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         if array == nil { try append(nil) }  // throws the recorded failure
@@ -606,9 +613,7 @@ struct JSONCSingleValueEncodingContainer: SingleValueEncodingContainer {
     }
     mutating func encode(_ value: Float) throws {
         try set {
-            try JSONC.makeDouble(
-                Double(value), printed: value.description, options.nonConformingFloatEncodingStrategy
-            ) { codingPath }
+            try JSONC.makeFloat(value, options.nonConformingFloatEncodingStrategy) { codingPath }
         }
     }
     mutating func encode(_ value: Int) throws { try set { try JSONC.makeInteger(value) } }
@@ -621,6 +626,8 @@ struct JSONCSingleValueEncodingContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt16) throws { try set { try JSONC.makeInteger(value) } }
     mutating func encode(_ value: UInt32) throws { try set { try JSONC.makeInteger(value) } }
     mutating func encode(_ value: UInt64) throws { try set { try JSONC.makeInteger(value) } }
+    mutating func encode(_ value: Int128) throws { try set { try JSONC.makeInteger(value) } }
+    mutating func encode(_ value: UInt128) throws { try set { try JSONC.makeInteger(value) } }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         let encoder = self.encoder

@@ -135,6 +135,12 @@ enum JSONC {
             guard double.isFinite, double.rounded(.towardZero) == double else {
                 throw mismatch(T.self, node, path())
             }
+            // Past 2^53 a double does not hold every integer: read the digits it was made from
+            // (integer text past 64 bits is such a node), as Foundation reads the text.
+            if abs(double) >= 0x1p53, let digits = integerDigits(node) {
+                guard let value = T(digits) else { throw doesNotFit(digits, T.self, path()) }
+                return value
+            }
             guard let value = T(exactly: double) else {
                 throw doesNotFit(double.description, T.self, path())
             }
@@ -142,6 +148,60 @@ enum JSONC {
         default:
             throw mismatch(T.self, node, path())
         }
+    }
+
+    /// The digits of a number node whose text is an integer, with `.0…` allowed after it (what
+    /// ``parse(_:maximumDepth:)`` makes of integer text past 64 bits), or nil.
+    static func integerDigits(_ node: OpaquePointer) -> String? {
+        guard let raw = json_object_get_string(node) else { return nil }
+        let text = String(cString: raw)
+        var utf8 = Substring(text).utf8
+        if let dot = utf8.firstIndex(of: UInt8(ascii: ".")) {
+            guard utf8[utf8.index(after: dot)...].allSatisfy({ $0 == UInt8(ascii: "0") }) else { return nil }
+            utf8 = utf8[..<dot]
+        }
+        let digits = utf8.first == UInt8(ascii: "-") ? utf8.dropFirst() : utf8[...]
+        guard !digits.isEmpty, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil
+        }
+        return String(Substring(utf8))
+    }
+
+    // MARK: Keys
+
+    /// Whether another key with different bytes can be the same Swift string (canonically
+    /// equivalent): any non-ASCII key, and the ASCII keys holding `K`, `;` or `` ` ``, the only
+    /// ASCII characters a non-ASCII one (KELVIN SIGN, GREEK QUESTION MARK, GREEK VARIA)
+    /// normalizes to. For every other key, json-c's byte comparison is Swift's.
+    static func mayEqualOtherBytes(_ key: String) -> Bool {
+        key.utf8.contains { $0 >= 0x80 || $0 == UInt8(ascii: "K") || $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: "`") }
+    }
+
+    /// The key of `object` that equals `key` as Swift compares strings but has other bytes, or
+    /// nil. O(number of keys); asked only when ``mayEqualOtherBytes(_:)``.
+    static func equivalentKey(in object: OpaquePointer, to key: String) -> String? {
+        var iterator = json_object_iter_begin(object)
+        var end = json_object_iter_end(object)
+        while json_object_iter_equal(&iterator, &end) == 0 {
+            if let raw = json_object_iter_peek_name(&iterator) {
+                let name = String(cString: raw)
+                if name == key && !name.utf8.elementsEqual(key.utf8) { return name }
+            }
+            json_object_iter_next(&iterator)
+        }
+        return nil
+    }
+
+    /// The value of `object` under `key` (Swift string equality): `.none` if it has no such key,
+    /// `.some(nil)` for a null.
+    static func value(in object: OpaquePointer, forKey key: String) -> OpaquePointer?? {
+        var node: OpaquePointer?
+        if key.withCString({ json_object_object_get_ex(object, $0, &node) }) != 0 { return .some(node) }
+        if mayEqualOtherBytes(key), let other = equivalentKey(in: object, to: key) {
+            _ = other.withCString { json_object_object_get_ex(object, $0, &node) }
+            return .some(node)
+        }
+        return .none
     }
 
     /// A Double from a number node (integers convert, possibly rounding), or from a string under
@@ -203,11 +263,27 @@ enum JSONC {
         try made(json_object_new_boolean(value ? 1 : 0))
     }
 
+    /// An integer node; past 64 bits (an `Int128`), a number node that prints all the digits
+    /// (json-c holds integers in 64 bits), which ``parse(_:maximumDepth:)`` and
+    /// ``readInteger(_:as:_:)`` read back exactly.
     static func makeInteger<T: FixedWidthInteger>(_ value: T) throws -> OpaquePointer {
         if let signed = Int64(exactly: value) {
             return try made(json_object_new_int64(signed))
         }
-        return try made(json_object_new_uint64(UInt64(value)))
+        if let unsigned = UInt64(exactly: value) {
+            return try made(json_object_new_uint64(unsigned))
+        }
+        return try makeNumber(Double(value), text: String(value))
+    }
+
+    /// A `Float` as Foundation's `JSONEncoder` writes it: its shortest text, so that it reads
+    /// back as the `Double` of that text (`Float(0.1)` as `0.1`, not `0.10000000149011612`).
+    static func makeFloat(
+        _ value: Float, _ strategy: JSONCEncoder.NonConformingFloatEncodingStrategy,
+        _ path: () -> [any CodingKey]
+    ) throws -> OpaquePointer {
+        let text = value.description
+        return try makeDouble(Double(text) ?? Double(value), printed: text, strategy, path)
     }
 
     static func makeString(_ value: String, _ path: () -> [any CodingKey]) throws -> OpaquePointer {
@@ -246,10 +322,15 @@ enum JSONC {
 
     /// Adds `value` (owned; may be NULL for JSON null) to `object` under `key`. Ownership passes to
     /// the object even on failure: the value is put if it could not be added.
+    ///
+    /// A key the object already has is replaced, as Foundation's `JSONEncoder` replaces it: the
+    /// last value wins, under the key's first spelling when the two are equal strings with
+    /// other bytes.
     static func add(
         _ value: OpaquePointer?, to object: OpaquePointer, key: String,
         _ path: () -> [any CodingKey]
     ) throws {
+        let key = mayEqualOtherBytes(key) ? (equivalentKey(in: object, to: key) ?? key) : key
         // json-c keys are C strings: a key with a NUL in it would be cut short.
         let status = key.utf8.contains(0)
             ? -2 : key.withCString { json_object_object_add(object, $0, value) }
@@ -297,10 +378,49 @@ enum JSONC {
         maximumDepth: Int = StoreLimits.maximumNestingDepth + 1
     ) throws(StoreError) -> OpaquePointer? {
         let size = bytes.count
-        guard size <= StoreLimits.maximumJSONTextSize, let length = Int32(exactly: size) else {
+        guard size <= StoreLimits.maximumJSONTextSize, Int32(exactly: size) != nil else {
             throw StoreError(.limit, "JSON text of \(size) bytes is larger than the limit of \(StoreLimits.maximumJSONTextSize) bytes")
         }
-        try rejectWhatJSONCLetsThrough(bytes)
+        // json-c holds integers in 64 bits and clamps longer integer text to a bound without a
+        // word; with `.0` after it, it is a double node that keeps its text, which the decoders
+        // read exactly (an `Int128`, a `Decimal`) or as a `Double`.
+        let wideIntegers = try rejectWhatJSONCLetsThrough(bytes)
+        if !wideIntegers.isEmpty {
+            var patched: [UInt8] = []
+            patched.reserveCapacity(size + 2 * wideIntegers.count)
+            var from = 0
+            for end in wideIntegers {
+                patched.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[from..<end]))
+                patched.append(contentsOf: [UInt8(ascii: "."), UInt8(ascii: "0")])
+                from = end
+            }
+            patched.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[from...]))
+            let result = patched.withUnsafeBufferPointer { patchedBytes in
+                Result { () throws(StoreError) in try tokenize(patchedBytes, maximumDepth: maximumDepth) }
+            }
+            do {
+                return try result.get()
+            } catch {
+                // The offset in the caller's text: less the two bytes added after each integer.
+                throw StoreError(error.kind, error.message.replacing(/at byte (\d+)/) { match in
+                    let offset = Int(match.1) ?? 0
+                    var shift = 0
+                    for end in wideIntegers where end + shift < offset { shift += 2 }
+                    return "at byte \(offset - shift)"
+                })
+            }
+        }
+        return try tokenize(bytes, maximumDepth: maximumDepth)
+    }
+
+    /// json-c's strict tokener on text that passed ``rejectWhatJSONCLetsThrough(_:)``.
+    private static func tokenize(
+        _ bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int
+    ) throws(StoreError) -> OpaquePointer? {
+        let size = bytes.count
+        guard let length = Int32(exactly: size) else {
+            throw StoreError(.limit, "JSON text of \(size) bytes is too large for json-c")
+        }
         guard let tokener = json_tokener_new_ex(Int32(clamping: maximumDepth)) else {
             throw StoreError(.outOfMemory, "json-c could not allocate a tokener")
         }
@@ -343,7 +463,10 @@ enum JSONC {
     /// Refuses what json-c's strict tokener still accepts but JSON does not: raw control
     /// characters inside strings, and the words `NaN` and `Infinity`. One pass over the bytes,
     /// before parsing.
-    static func rejectWhatJSONCLetsThrough(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) {
+    ///
+    /// - Returns: where each integer past the 64-bit range ends (json-c would clamp them).
+    static func rejectWhatJSONCLetsThrough(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) -> [Int] {
+        var wideIntegers: [Int] = []
         var inString = false
         var index = 0
         let count = bytes.count
@@ -366,7 +489,9 @@ enum JSONC {
             } else if byte == UInt8(ascii: "N") || byte == UInt8(ascii: "I") {
                 throw StoreError(.parse, "JSON text does not parse at byte \(index): NaN and Infinity are not JSON numbers")
             } else if byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) {
-                index = try checkNumber(bytes, at: index)
+                let (end, fits) = checkNumber(bytes, at: index)
+                if !fits { wideIntegers.append(end) }
+                index = end
                 continue
             }
             index += 1
@@ -376,6 +501,7 @@ enum JSONC {
         if !ascii, let offset = firstInvalidUTF8(bytes) {
             throw StoreError(.parse, "JSON text does not parse at byte \(offset): invalid UTF-8")
         }
+        return wideIntegers
     }
 
     /// The offset of the first byte that does not start a well-formed UTF-8 scalar, or nil when
@@ -393,12 +519,10 @@ enum JSONC {
         }
     }
 
-    /// Checks the number starting at `start` and returns the index after it. json-c clamps
-    /// integers past the 64-bit range to the nearest bound without a word; such an integer is
-    /// refused here instead (a number with a fraction or exponent is a double, and fine).
-    private static func checkNumber(_ bytes: UnsafeBufferPointer<UInt8>, at start: Int)
-        throws(StoreError) -> Int
-    {
+    /// Reads over the number starting at `start`: the index after it, and whether json-c holds
+    /// it as it is (a number with a fraction or exponent is a double, and fine; an integer only
+    /// within 64 bits).
+    private static func checkNumber(_ bytes: UnsafeBufferPointer<UInt8>, at start: Int) -> (end: Int, fits: Bool) {
         var index = start
         let negative = bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }
@@ -415,7 +539,7 @@ enum JSONC {
                     || [UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
                 index += 1
             }
-            return index
+            return (index, true)
         }
         // The largest magnitudes json-c holds exactly: 2^63 for negative integers, 2^64 - 1 else.
         let bound: StaticString = negative ? "9223372036854775808" : "18446744073709551615"
@@ -423,11 +547,7 @@ enum JSONC {
         // Digit strings of one length compare as their numbers do.
         let fits = digits.count < boundDigits.count
             || (digits.count == boundDigits.count && !boundDigits.lexicographicallyPrecedes(digits))
-        guard fits else {
-            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-            throw StoreError(.decode, "JSON text at byte \(start): the integer \(text) does not fit in 64 bits")
-        }
-        return index
+        return (index, fits || digits.isEmpty)
     }
 
     /// Prints a tree (NULL prints as `null`) with json-c's printer.
