@@ -1,0 +1,248 @@
+// JSON text through json-c: parsing with its strict tokener (after refusing what it would let
+// through), and printing.
+
+internal import CJSONC
+import FoundationEssentials
+
+extension JSONC {
+    // MARK: Text
+
+    /// Parses JSON text into a new tree (NULL for `null`) with json-c's strict tokener, refusing
+    /// text over ``StoreLimits/maximumJSONTextSize`` bytes or nested deeper than
+    /// ``StoreLimits/maximumNestingDepth``.
+    static func parse(_ text: String) throws(StoreError) -> OpaquePointer? {
+        var text = text
+        let result = text.withUTF8 { bytes in Result { () throws(StoreError) in try parse(bytes) } }
+        return try result.get()
+    }
+
+    /// Parses UTF-8 JSON text (not NUL-terminated; the whole buffer must be one JSON value, with
+    /// white space around it allowed) into a new tree the caller owns, NULL for `null`.
+    ///
+    /// - Parameter maximumDepth: json-c's depth: it counts a level for each value inside a
+    ///   container, so `limit + 1` lets exactly `limit` containers nest around a value. (One
+    ///   quirk: json-c never counts the inside of an empty container, so `limit + 1` nested
+    ///   containers whose innermost is empty still parse; the decoders refuse to open a container
+    ///   past ``StoreLimits/maximumNestingDepth`` all the same.)
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/parse`` (the message names the byte
+    ///   offset), or ``StoreError/Kind/limit`` for text too large or too deep.
+    static func parse(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        maximumDepth: Int = StoreLimits.maximumNestingDepth + 1
+    ) throws(StoreError) -> OpaquePointer? {
+        let size = bytes.count
+        guard size <= StoreLimits.maximumJSONTextSize, Int32(exactly: size) != nil else {
+            throw StoreError(.limit, "JSON text of \(size) bytes is larger than the limit of \(StoreLimits.maximumJSONTextSize) bytes")
+        }
+        // json-c holds integers in 64 bits and clamps longer integer text to a bound without a
+        // word; with `.0` after it, it is a double node that keeps its text, which the decoders
+        // read exactly (an `Int128`, a `Decimal`) or as a `Double`.
+        let wideIntegers = try rejectWhatJSONCLetsThrough(bytes)
+        if !wideIntegers.isEmpty {
+            var patched: [UInt8] = []
+            patched.reserveCapacity(size + 2 * wideIntegers.count)
+            var from = 0
+            for end in wideIntegers {
+                patched.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[from..<end]))
+                patched.append(contentsOf: [UInt8(ascii: "."), UInt8(ascii: "0")])
+                from = end
+            }
+            patched.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[from...]))
+            let result = patched.withUnsafeBufferPointer { patchedBytes in
+                Result { () throws(StoreError) in try tokenize(patchedBytes, maximumDepth: maximumDepth) }
+            }
+            do {
+                return try result.get()
+            } catch {
+                // The offset in the caller's text: less the two bytes added after each integer.
+                throw StoreError(error.kind, error.message.replacing(/at byte (\d+)/) { match in
+                    let offset = Int(match.1) ?? 0
+                    var shift = 0
+                    for end in wideIntegers where end + shift < offset { shift += 2 }
+                    return "at byte \(offset - shift)"
+                })
+            }
+        }
+        return try tokenize(bytes, maximumDepth: maximumDepth)
+    }
+
+    /// json-c's strict tokener on text that passed ``rejectWhatJSONCLetsThrough(_:)``.
+    private static func tokenize(
+        _ bytes: UnsafeBufferPointer<UInt8>, maximumDepth: Int
+    ) throws(StoreError) -> OpaquePointer? {
+        let size = bytes.count
+        guard let length = Int32(exactly: size) else {
+            throw StoreError(.limit, "JSON text of \(size) bytes is too large for json-c")
+        }
+        guard let tokener = json_tokener_new_ex(Int32(clamping: maximumDepth)) else {
+            throw StoreError(.outOfMemory, "json-c could not allocate a tokener")
+        }
+        defer { json_tokener_free(tokener) }
+        json_tokener_set_flags(tokener, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8)
+
+        var tree: OpaquePointer?
+        if let base = bytes.baseAddress, size > 0 {
+            tree = base.withMemoryRebound(to: CChar.self, capacity: size) {
+                json_tokener_parse_ex(tokener, $0, length)
+            }
+        } else {
+            tree = json_tokener_parse_ex(tokener, "", 0)
+        }
+        var end = json_tokener_get_parse_end(tokener)
+        if tree == nil && json_tokener_get_error(tokener) == json_tokener_continue {
+            // All the text was read and json-c waits for more: a NUL ends the input (and
+            // completes a number at the very end).
+            tree = json_tokener_parse_ex(tokener, "", 1)
+        }
+        let status = json_tokener_get_error(tokener)
+        // White space only may follow the value.
+        while end < size, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[end]) { end += 1 }
+        if status == json_tokener_success && end >= size { return tree }
+        json_object_put(tree)
+        if status == json_tokener_error_depth {
+            throw StoreError(.limit, "JSON text nests deeper than \(maximumDepth - 1) levels")
+        }
+        let reason: String
+        if status == json_tokener_success {
+            reason = "unexpected text after the value"
+        } else if status == json_tokener_continue {
+            reason = "unexpected end of data"
+        } else {
+            reason = String(cString: json_tokener_error_desc(status))
+        }
+        throw StoreError(.parse, "JSON text does not parse at byte \(end): \(reason)")
+    }
+
+    /// Refuses what json-c's strict tokener still accepts but JSON does not: raw control
+    /// characters inside strings, and the words `NaN` and `Infinity`. One pass over the bytes,
+    /// before parsing.
+    ///
+    /// - Returns: where each integer past the 64-bit range ends (json-c would clamp them).
+    static func rejectWhatJSONCLetsThrough(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) -> [Int] {
+        var wideIntegers: [Int] = []
+        var inString = false
+        var index = 0
+        let count = bytes.count
+        var ascii = true
+        while index < count {
+            let byte = bytes[index]
+            if byte >= 0x80 { ascii = false }
+            if inString {
+                if byte == UInt8(ascii: "\\") {
+                    index += 2
+                    continue
+                }
+                if byte == UInt8(ascii: "\"") {
+                    inString = false
+                } else if byte < 0x20 {
+                    throw StoreError(.parse, "JSON text does not parse at byte \(index): a control character inside a string must be escaped")
+                }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            } else if byte == UInt8(ascii: "N") || byte == UInt8(ascii: "I") {
+                throw StoreError(.parse, "JSON text does not parse at byte \(index): NaN and Infinity are not JSON numbers")
+            } else if byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) {
+                let (end, fits) = checkNumber(bytes, at: index)
+                if !fits { wideIntegers.append(end) }
+                index = end
+                continue
+            }
+            index += 1
+        }
+        // json-c's UTF-8 check lets overlong forms and surrogates through (`C0 93`, say), which a
+        // Swift `String` would repair into U+FFFD: a key read from C and from Swift would differ.
+        if !ascii, let offset = firstInvalidUTF8(bytes) {
+            throw StoreError(.parse, "JSON text does not parse at byte \(offset): invalid UTF-8")
+        }
+        return wideIntegers
+    }
+
+    /// The offset of the first byte that does not start a well-formed UTF-8 scalar, or nil when
+    /// every scalar is well formed (no overlong forms, surrogates or values past U+10FFFF).
+    static func firstInvalidUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return nil
+            case .error: return offset
+            }
+        }
+    }
+
+    /// Reads over the number starting at `start`: the index after it, and whether json-c holds
+    /// it as it is (a number with a fraction or exponent is a double, and fine; an integer only
+    /// within 64 bits).
+    private static func checkNumber(_ bytes: UnsafeBufferPointer<UInt8>, at start: Int) -> (end: Int, fits: Bool) {
+        var index = start
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        let digitsStart = index
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            index += 1
+        }
+        let digits = UnsafeBufferPointer(rebasing: bytes[digitsStart..<index])
+        if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
+            // A double: skip the rest of it.
+            index += 1
+            while index < bytes.count,
+                  (bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9"))
+                    || [UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
+                index += 1
+            }
+            return (index, true)
+        }
+        // The largest magnitudes json-c holds exactly: 2^63 for negative integers, 2^64 - 1 else.
+        let bound: StaticString = negative ? "9223372036854775808" : "18446744073709551615"
+        let boundDigits = UnsafeBufferPointer(start: bound.utf8Start, count: bound.utf8CodeUnitCount)
+        // Digit strings of one length compare as their numbers do.
+        let fits = digits.count < boundDigits.count
+            || (digits.count == boundDigits.count && !boundDigits.lexicographicallyPrecedes(digits))
+        return (index, fits || digits.isEmpty)
+    }
+
+    /// Prints a tree (NULL prints as `null`) with json-c's printer.
+    static func print(_ tree: OpaquePointer?, pretty: Bool) throws(StoreError) -> String {
+        guard let tree else { return "null" }
+        let flags = pretty
+            ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE
+            : JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE
+        var length = 0
+        guard let text = json_object_to_json_string_length(tree, flags, &length) else {
+            throw StoreError(.outOfMemory, "json-c could not print a value")
+        }
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
+    }
+}
+
+/// JSON text through json-c's tokener, for callers outside this module.
+package enum JSONCText {
+    /// Parses `length` bytes of UTF-8 JSON text at `text` (NUL termination not needed) into a
+    /// new tree the caller owns (`nil` for `null`), with json-c's strict tokener.
+    ///
+    /// - Parameter maximumDepth: json-c's depth: `limit + 1` lets `limit` containers nest.
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/parse`` naming the byte offset, or
+    ///   ``StoreError/Kind/limit`` for text longer than ``StoreLimits/maximumJSONTextSize`` or
+    ///   nested too deep.
+    package static func parse(
+        _ text: UnsafePointer<CChar>, length: Int,
+        maximumDepth: Int = StoreLimits.maximumNestingDepth + 1
+    ) throws(StoreError) -> OpaquePointer? {
+        let bytes = UnsafeBufferPointer(
+            start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: length)
+        return try JSONC.parse(bytes, maximumDepth: maximumDepth)
+    }
+
+    /// Prints a tree (borrowed; `nil` prints as `null`) as compact or pretty JSON text.
+    package static func print(_ object: OpaquePointer?, pretty: Bool = false) throws(StoreError) -> String {
+        try JSONC.print(object, pretty: pretty)
+    }
+
+    /// The JSON kind of a node, as messages name it: `null`, `boolean`, `number`, `string`,
+    /// `array` or `object`.
+    package static func typeName(_ object: OpaquePointer?) -> String {
+        JSONC.kindName(object)
+    }
+}

@@ -1,0 +1,15 @@
+// Values that are json-c trees already: the coders hand them over as trees (the C face's
+// C-store state is one).
+
+internal import CJSONC
+
+/// A value that is a json-c tree itself (a C store's state, say). ``JSONCEncoder`` and
+/// ``JSONCDecoder`` hand such values over as trees, skipping `Codable` altogether; other coders
+/// use the type's `Codable` conformance as usual.
+package protocol JSONCTreeRepresentable {
+    /// Makes a value from `object`, which is borrowed (copy what is kept). `nil` is JSON null.
+    init(jsonCObject object: OpaquePointer?) throws(StoreError)
+
+    /// Returns a new tree for this value: a reference the caller owns, `nil` for JSON null.
+    func makeJSONCObject() throws(StoreError) -> OpaquePointer?
+}
