@@ -166,6 +166,11 @@ RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *ident
  * "identifier", another key) or a payload that does not decode; RDX_ELIMIT for text longer than
  * RDX_MAX_JSON_TEXT_SIZE, nested deeper than RDX_MAX_NESTING_DEPTH, or an identifier past its
  * limit; RDX_ENOMEM.
+ * Numbers: an integer past 64 bits (which json_tokener_parse() would clamp to INT64_MAX or
+ * INT64_MIN) reaches reducers as a double node that keeps every digit, printed with ".0" after
+ * them; a Swift store's typed action reads it exactly into an Int128, UInt128 or Decimal field,
+ * and refuses it (RDX_EDECODE) for a narrower one. rdx_store_open() reads saved files the same
+ * way.
  */
 RDX_API rdx_status rdx_store_dispatch_json(rdx_store *store, const char *action_json);
 

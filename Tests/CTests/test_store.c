@@ -290,6 +290,43 @@ static void test_reducer_arguments(void)
 }
 
 /*
+ * Integers past 64 bits in action text: json_tokener_parse() would clamp them to a 64-bit bound;
+ * the reducer gets a double node that keeps every digit.
+ */
+static void test_wide_integers_in_text(void)
+{
+    struct args_seen seen;
+    rdx_reducer reducer;
+    rdx_store *store;
+    json_object *n;
+    json_object *payload;
+
+    TEST("wide_integers_in_text");
+    memset(&seen, 0, sizeof seen);
+    reducer.reduce = args_reduce;
+    reducer.context = &seen;
+    store = util_store(&reducer, 1);
+    CHECK(store != NULL);
+    if (store == NULL) return;
+    CHECK_STATUS(rdx_store_dispatch_json(store,
+        "{\"identifier\": \"wide\", \"payload\": {\"n\": 18446744073709551616,"
+        " \"m\": [-170141183460469231731687303715884105728, 7]}}"), RDX_OK);
+    CHECK_EQ_INT(seen.calls, 1);
+    CHECK_STR(seen.payload,
+              "{\"n\":18446744073709551616.0,\"m\":[-170141183460469231731687303715884105728.0,7]}");
+    /* The parsed payload itself: a double, not INT64_MAX. */
+    payload = json_tokener_parse(seen.payload);
+    CHECK(payload != NULL && json_object_object_get_ex(payload, "n", &n));
+    CHECK(payload != NULL && json_object_get_type(n) == json_type_double);
+    json_object_put(payload);
+    /* Integers within 64 bits stay integers. */
+    CHECK_STATUS(rdx_store_dispatch_json(store,
+        "{\"identifier\": \"edge\", \"payload\": [18446744073709551615, -9223372036854775808]}"), RDX_OK);
+    CHECK_STR(seen.payload, "[18446744073709551615,-9223372036854775808]");
+    rdx_store_release(store);
+}
+
+/*
  * Nested dispatch: an action dispatched from inside a reducer is not applied in the middle of the
  * current one; it is queued and applied right after it, in FIFO order, before the outermost
  * dispatch returns. Its payload is copied: the reducer frees its own right after the call.
@@ -540,6 +577,7 @@ int main(void)
     test_in_place_mutation();
     test_reducer_order();
     test_reducer_arguments();
+    test_wide_integers_in_text();
     test_nested_dispatch();
     test_bad_dispatch_inside_reducer();
     test_reads_inside_reducer();
