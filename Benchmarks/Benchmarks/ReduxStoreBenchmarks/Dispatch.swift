@@ -21,6 +21,17 @@ func registerDispatchBenchmarks() {
             StateBox(Counter())
         }
 
+        // The plain baseline store (PlainStore.swift), 1 observer.
+        Benchmark("dispatch.plain.counter.r\(reducers).o1", configuration: configuration) { benchmark, store in
+            for _ in benchmark.scaledIterations {
+                store.dispatchAction(Increment(amount: 1))
+            }
+        } setup: { () -> PlainStore<Counter> in
+            let store = PlainStore(reducers: counterReducers(reducers), state: Counter())
+            store.addObserver { version in blackHole(version) }
+            return store
+        }
+
         for observers in [0, 1, 100] {
             Benchmark("dispatch.store.counter.r\(reducers).o\(observers)", configuration: configuration) {
                 benchmark, store in
