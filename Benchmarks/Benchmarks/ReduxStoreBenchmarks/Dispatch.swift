@@ -35,6 +35,20 @@ func registerDispatchBenchmarks() {
         }
     }
 
+    // The plain baseline store (PlainStore.swift): the same reducers and observers.
+    for observers in [0, 1] {
+        Benchmark("dispatch.plain.counter.r1.o\(observers)", configuration: configuration) {
+            benchmark, store in
+            for _ in benchmark.scaledIterations {
+                store.dispatchAction(Increment(amount: 1))
+            }
+        } setup: { () -> PlainStore<Counter> in
+            let store = PlainStore(reducers: counterReducers(1), state: Counter())
+            addObservers(observers, to: store)
+            return store
+        }
+    }
+
     for size in todoSizes {
         let reducerCounts = size == 100_000 ? [1, 10] : [1]
         for reducers in reducerCounts {
@@ -71,6 +85,13 @@ func registerDispatchBenchmarks() {
                 }
             }
         }
+    }
+}
+
+/// Adds `count` observers that each look at the notification, to the plain store.
+func addObservers<State: Sendable>(_ count: Int, to store: PlainStore<State>) {
+    for _ in 0..<count {
+        store.addObserver { note in blackHole(note.version) }
     }
 }
 
