@@ -2,18 +2,34 @@
 /// notification, as a value.
 public struct StoreNotification: Sendable, Hashable {
     /// The notification's name; the store posts ``Name/stateDidChange``.
-    public let name: Name
+    public var name: Name { customName ?? .stateDidChange }
     /// The store's version after the action: 1 for the first action applied, +1 for each after it.
     public let version: UInt64
     /// The identifier of the action that was applied.
     public let actionIdentifier: String
+    /// The name unless it is ``Name/stateDidChange`` (then `nil`): the notification a dispatch
+    /// makes holds no name string, so making, copying and matching it costs no string
+    /// reference counting and no string comparison.
+    private let customName: Name?
 
     /// Creates a notification value (the store makes them; tests and adapters may too).
     public init(name: Name, version: UInt64, actionIdentifier: String) {
-        self.name = name
+        self.customName = name == .stateDidChange ? nil : name
         self.version = version
         self.actionIdentifier = actionIdentifier
     }
+
+    /// A ``Name/stateDidChange`` notification, as a dispatch makes it.
+    @inline(__always)
+    package init(stateDidChangeAt version: UInt64, actionIdentifier: String) {
+        self.customName = nil
+        self.version = version
+        self.actionIdentifier = actionIdentifier
+    }
+
+    /// Whether this is a ``Name/stateDidChange`` notification (no string comparison).
+    @inline(__always)
+    package var isStateDidChange: Bool { customName == nil }
 
     /// A notification name, as NotificationCenter spells them.
     public struct Name: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
