@@ -85,10 +85,7 @@ extension Store {
     @inline(__always)
     private func apply(_ action: any Action) -> UInt64 {
         let core = self.core.valuePointer
-        let state = stateAddress
-        for reducer in reducers {
-            reducer(state, action)
-        }
+        reduce(stateAddress, action)
         core.pointee.version &+= 1
         let version = core.pointee.version
         publishedVersion.store(version, ordering: .releasing)
