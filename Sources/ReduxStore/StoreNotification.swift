@@ -14,7 +14,7 @@ public struct StoreNotification: Sendable, Hashable {
 
     /// Creates a notification value (the store makes them; tests and adapters may too).
     public init(name: Name, version: UInt64, actionIdentifier: String) {
-        self.customName = name == .stateDidChange ? nil : name
+        self.customName = name
         self.version = version
         self.actionIdentifier = actionIdentifier
     }
@@ -27,9 +27,23 @@ public struct StoreNotification: Sendable, Hashable {
         self.actionIdentifier = actionIdentifier
     }
 
-    /// Whether this is a ``Name/stateDidChange`` notification (no string comparison).
+    /// Whether this is a ``Name/stateDidChange`` notification as a dispatch makes it (no string
+    /// comparison); `false` for one made with ``init(name:version:actionIdentifier:)``, whose
+    /// name is then compared as a string.
     @inline(__always)
     package var isStateDidChange: Bool { customName == nil }
+
+    // Equal and hashed by the name, whichever way it is held.
+    public static func == (lhs: StoreNotification, rhs: StoreNotification) -> Bool {
+        lhs.version == rhs.version && lhs.actionIdentifier == rhs.actionIdentifier
+            && lhs.name == rhs.name
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(version)
+        hasher.combine(actionIdentifier)
+    }
 
     /// A notification name, as NotificationCenter spells them.
     public struct Name: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
