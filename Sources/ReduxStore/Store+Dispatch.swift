@@ -52,8 +52,7 @@ extension Store {
         self.core.unlock()
         deliver(
             NotificationRound(
-                notification: StoreNotification(
-                    name: .stateDidChange, version: version, actionIdentifier: action.identifier),
+                notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
                 observers: observers),
             context: context)
     }
@@ -65,8 +64,7 @@ extension Store {
         let core = self.core.valuePointer
         var rounds = [
             NotificationRound(
-                notification: StoreNotification(
-                    name: .stateDidChange, version: version, actionIdentifier: first.identifier),
+                notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: first.identifier),
                 observers: core.pointee.observers)
         ]
         var next = 0
@@ -76,9 +74,7 @@ extension Store {
             let nextVersion = apply(action)
             rounds.append(
                 NotificationRound(
-                    notification: StoreNotification(
-                        name: .stateDidChange, version: nextVersion,
-                        actionIdentifier: action.identifier),
+                    notification: StoreNotification(stateDidChangeAt: nextVersion, actionIdentifier: action.identifier),
                     observers: core.pointee.observers))
         }
         core.pointee.nested.removeAll(keepingCapacity: true)
@@ -89,10 +85,7 @@ extension Store {
     @inline(__always)
     private func apply(_ action: any Action) -> UInt64 {
         let core = self.core.valuePointer
-        let state = stateAddress
-        for reducer in reducers {
-            reducer(state, action)
-        }
+        reduce(stateAddress, action)
         core.pointee.version &+= 1
         let version = core.pointee.version
         publishedVersion.store(version, ordering: .releasing)

@@ -130,7 +130,7 @@ extension Store {
     func deliver(_ round: NotificationRound, context: UnsafeMutablePointer<ThreadContext>) {
         let id = ObjectIdentifier(self)
         if let frame = context.pointee.frame(for: id) {
-            frame.pointee.pending.append(round)
+            frame.pointee.append(CollectionOfOne(round))
             return
         }
         // The frame lives on this function's stack, linked into the thread's chain for exactly
@@ -152,7 +152,7 @@ extension Store {
     func deliver(_ rounds: [NotificationRound], context: UnsafeMutablePointer<ThreadContext>) {
         let id = ObjectIdentifier(self)
         if let frame = context.pointee.frame(for: id) {
-            frame.pointee.pending.append(contentsOf: rounds)
+            frame.pointee.append(rounds)
             return
         }
         var frame = DeliveryFrame(store: id, pending: rounds, outer: context.pointee.innermost)

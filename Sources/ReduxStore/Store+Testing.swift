@@ -33,7 +33,7 @@ extension ThreadContext {
         while let current = frame {
             precondition(!seen.contains(current.pointee.store),
                          "ReduxStore: two delivery frames for one store on one thread")
-            precondition(current.pointee.next <= current.pointee.pending.count,
+            precondition(current.pointee.next <= (current.pointee.pending?.count ?? 0),
                          "ReduxStore: a delivery frame's cursor is past its rounds")
             seen.append(current.pointee.store)
             frame = current.pointee.outer

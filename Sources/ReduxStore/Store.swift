@@ -28,10 +28,12 @@ public final class Store<State: Codable>: @unchecked Sendable {
     // @unchecked: the state and every mutable field live behind `state` and `core`, which only
     // the thread holding `core`'s lock touches; the rest is atomic or immutable.
 
-    /// The reducers, each erased to a function of the state's address. Nothing on the dispatch
-    /// path has a type that depends on `State`, so a dispatch looks up no generic metadata; and
-    /// a buffer the store owns, not an array, so walking it costs no retain and release.
-    let reducers: UnsafeMutableBufferPointer<ErasedReducer>
+    /// The reducers, erased to one function of the state's address that runs them in order.
+    /// Nothing on the dispatch path has a type that depends on `State`, so a dispatch looks up no
+    /// generic metadata. One closure in a `let`: calling it borrows it (no retain and release of
+    /// its context per action, which calling each of a list's closures costs); a single
+    /// reducer is called directly.
+    let reduce: ErasedReducer
     /// The state; guarded by `core`'s lock. Kept behind a pointer the store owns: a reducer
     /// mutates it in place through `inout`, with no run-time exclusivity check.
     let state: UnsafeMutablePointer<State>
@@ -118,8 +120,14 @@ public final class Store<State: Codable>: @unchecked Sendable {
         encoder: SnapshotEncoder = SnapshotEncoder(),
         readableInsideReducer: Bool = State.self is AnyObject.Type
     ) {
-        self.reducers = .allocate(capacity: reducers.count)
-        _ = self.reducers.initialize(from: reducers)
+        switch reducers.count {
+        case 0: reduce = { _, _ in }
+        case 1: reduce = reducers[0]
+        default:
+            reduce = { state, action in
+                for reducer in reducers { reducer(state, action) }
+            }
+        }
         self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)
         stateAddress = UnsafeMutableRawPointer(self.state)
@@ -140,8 +148,6 @@ public final class Store<State: Codable>: @unchecked Sendable {
         // holds it (its release handler runs, so an async sequence of notifications ends).
         state.deinitialize(count: 1)
         state.deallocate()
-        reducers.deinitialize()
-        reducers.deallocate()
     }
 
     /// The number of actions applied so far: 0 for a new store, +1 for each applied action.

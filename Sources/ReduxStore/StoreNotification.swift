@@ -2,17 +2,47 @@
 /// notification, as a value.
 public struct StoreNotification: Sendable, Hashable {
     /// The notification's name; the store posts ``Name/stateDidChange``.
-    public let name: Name
+    public var name: Name { customName ?? .stateDidChange }
     /// The store's version after the action: 1 for the first action applied, +1 for each after it.
     public let version: UInt64
     /// The identifier of the action that was applied.
     public let actionIdentifier: String
+    /// The name unless it is ``Name/stateDidChange`` (then `nil`): the notification a dispatch
+    /// makes holds no name string, so making, copying and matching it costs no string
+    /// reference counting and no string comparison.
+    private let customName: Name?
 
     /// Creates a notification value (the store makes them; tests and adapters may too).
     public init(name: Name, version: UInt64, actionIdentifier: String) {
-        self.name = name
+        self.customName = name
         self.version = version
         self.actionIdentifier = actionIdentifier
+    }
+
+    /// A ``Name/stateDidChange`` notification, as a dispatch makes it.
+    @inline(__always)
+    package init(stateDidChangeAt version: UInt64, actionIdentifier: String) {
+        self.customName = nil
+        self.version = version
+        self.actionIdentifier = actionIdentifier
+    }
+
+    /// Whether this is a ``Name/stateDidChange`` notification as a dispatch makes it (no string
+    /// comparison); `false` for one made with ``init(name:version:actionIdentifier:)``, whose
+    /// name is then compared as a string.
+    @inline(__always)
+    package var isStateDidChange: Bool { customName == nil }
+
+    // Equal and hashed by the name, whichever way it is held.
+    public static func == (lhs: StoreNotification, rhs: StoreNotification) -> Bool {
+        lhs.version == rhs.version && lhs.actionIdentifier == rhs.actionIdentifier
+            && lhs.name == rhs.name
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(version)
+        hasher.combine(actionIdentifier)
     }
 
     /// A notification name, as NotificationCenter spells them.

@@ -60,9 +60,11 @@ struct CAction: Action, @unchecked Sendable {
 }
 
 extension Action {
-    /// This action as a ``CAction`` if it is one: a type comparison, not a dynamic cast.
+    /// This action as a ``CAction`` if it is one. A plain cast: the `unsafeBitCast` after a type
+    /// comparison it replaced bought nothing measurable (ablation, README's Performance section:
+    /// C dispatch with a NULL payload 90 ns with it, 89 ns without, in one session).
     @inline(__always)
     var asCAction: CAction? {
-        Self.self == CAction.self ? unsafeBitCast(self, to: CAction.self) : nil
+        self as? CAction
     }
 }

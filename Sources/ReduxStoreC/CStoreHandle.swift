@@ -186,7 +186,7 @@ struct CObserverCall: @unchecked Sendable {
 
     func callAsFunction(_ notification: StoreNotification) {
         let store = OpaquePointer(Unmanaged.passUnretained(handle).toOpaque())
-        if notification.name == .stateDidChange {
+        if notification.isStateDidChange {
             function(store, StaticText.stateDidChange, notification.version, context)
         } else {
             notification.name.rawValue.withCString {

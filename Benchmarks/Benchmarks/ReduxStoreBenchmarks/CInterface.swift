@@ -63,8 +63,7 @@ func registerCBenchmarks() {
             json_object_put(rdx_store_current_state(store.pointer))
         }
     } setup: {
-        // The state as json-c parses it from text (the tree form of JSONCEncoder is the
-        // library's own, not public).
+        // The state as JSON text, parsed by json-c (the tree form of the encoder is the library's own).
         CStore(state: json_tokener_parse(try! JSONCEncoder().encodeToJSONString(TodoList(count: 1_000))))
     }
 

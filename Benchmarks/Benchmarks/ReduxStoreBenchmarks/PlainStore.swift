@@ -1,39 +1,43 @@
-// The plain baseline store: what a competent programmer writes in an afternoon. One
-// `Synchronization.Mutex` holds the state, the version and the observers; a dispatch applies the
-// reducers in place under it, copies the observer list out (a retain of one array) and calls the
-// observers after unlocking. No nested dispatch, no queues, no snapshots, no C. It is compiled in
-// this module, specialised for the benchmark's state, as a user's own store would be.
 import ReduxStore
 import Synchronization
 
-final class PlainStore<State>: Sendable {
-    private struct Inner: @unchecked Sendable {
-        // @unchecked: only touched under the mutex.
+/// The plain baseline store: what a competent person writes in an afternoon, compiled in this
+/// module (so it is specialised for its state here, as a user's own store would be).
+///
+/// One `Synchronization.Mutex` holds the state, the version and the observer list. A dispatch
+/// applies the reducers to the state in place under the lock, reads (retains) the observer list
+/// there, and calls the observers after unlocking, with the same notification the store sends.
+/// No nested dispatch, no removal that waits, no snapshots: the shape of the work only.
+final class PlainStore<State: Sendable>: Sendable {
+    private struct Guarded {
         var state: State
         var version: UInt64 = 0
-        var observers: [@Sendable (UInt64) -> Void] = []
+        var observers: [@Sendable (StoreNotification) -> Void] = []
     }
 
-    private let inner: Mutex<Inner>
     private let reducers: [Reducer<State>]
+    private let guarded: Mutex<Guarded>
 
     init(reducers: [Reducer<State>], state: State) {
         self.reducers = reducers
-        inner = Mutex(Inner(state: state))
+        guarded = Mutex(Guarded(state: state))
     }
 
-    func addObserver(_ observer: @escaping @Sendable (UInt64) -> Void) {
-        inner.withLock { $0.observers.append(observer) }
+    func addObserver(_ observer: @escaping @Sendable (StoreNotification) -> Void) {
+        guarded.withLock { $0.observers.append(observer) }
     }
 
     func dispatchAction(_ action: some Action) {
-        let (observers, version) = inner.withLock { inner in
-            for reducer in reducers { reducer(&inner.state, action) }
-            inner.version &+= 1
-            return (inner.observers, inner.version)
+        let (version, observers) = guarded.withLock { guarded in
+            for reducer in reducers { reducer(&guarded.state, action) }
+            guarded.version &+= 1
+            return (guarded.version, guarded.observers)
         }
-        for observer in observers { observer(version) }
+        if observers.isEmpty { return }
+        let notification = StoreNotification(
+            name: .stateDidChange, version: version, actionIdentifier: action.identifier)
+        for observer in observers { observer(notification) }
     }
 
-    var count: UInt64 { inner.withLock { $0.version } }
+    var version: UInt64 { guarded.withLock { $0.version } }
 }

@@ -5,13 +5,12 @@
 // Names are `group.subject.workload...`; the report finds benchmarks by these names:
 //   dispatch.store.<state>.r<reducers>.o<observers>   a store's dispatchAction, per action
 //   dispatch.hand.<state>.r<reducers>                 the hand loop: same reducers, no store
-//   dispatch.plain.counter.r<reducers>.o1             the plain Mutex store (PlainStore.swift)
 //   snapshot.store.todos<n>.readers<k>                one action, then k currentState() calls
 //   snapshot.foundation.todos<n>.readers<k>           one JSONEncoder encode, k JSONDecoder decodes
 //   snapshot.copy.todos<n>                            the state's value copied, storage unique
 //   memory.<subject>.todos<n>                         peak extra bytes of one snapshot
 //   c.*                                               the C interface, called from Swift
-//   contention.{store,plain}.threads<t>               1,000,000 actions from t threads at once
+//   contention.threads<t>                             dispatch from t threads at once
 import Benchmark
 #if canImport(Glibc)
 import Glibc

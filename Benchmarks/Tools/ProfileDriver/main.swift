@@ -1,10 +1,12 @@
 // ProfileDriver: one benchmark workload in a plain loop, to profile under
 // `valgrind --tool=callgrind` (perf has no hardware counters on this machine).
-//   ProfileDriver dispatch-o0|dispatch-o1|hand|c-null|c-payload|swiftstore-null|snapshot10 [count]
+//   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10 [count]
+// (plain-o1: the benchmarks' plain baseline store, Benchmarks/ReduxStoreBenchmarks/PlainStore.swift)
 import CJSONC
 import CReduxStoreAPI
 import ReduxStore
 import ReduxStoreC
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,6 +37,35 @@ let cReduce: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, OpaquePointe
     json_object_set_int64(count, json_object_get_int64(count) &+ 1)
 }
 
+/// The benchmarks' plain baseline store (a copy of Benchmarks/ReduxStoreBenchmarks/PlainStore.swift).
+final class PlainStore<State: Sendable>: Sendable {
+    private struct Guarded {
+        var state: State
+        var version: UInt64 = 0
+        var observers: [@Sendable (StoreNotification) -> Void] = []
+    }
+    private let reducers: [Reducer<State>]
+    private let guarded: Mutex<Guarded>
+    init(reducers: [Reducer<State>], state: State) {
+        self.reducers = reducers
+        guarded = Mutex(Guarded(state: state))
+    }
+    func addObserver(_ observer: @escaping @Sendable (StoreNotification) -> Void) {
+        guarded.withLock { $0.observers.append(observer) }
+    }
+    func dispatchAction(_ action: some Action) {
+        let (version, observers) = guarded.withLock { guarded in
+            for reducer in reducers { reducer(&guarded.state, action) }
+            guarded.version &+= 1
+            return (guarded.version, guarded.observers)
+        }
+        if observers.isEmpty { return }
+        let notification = StoreNotification(
+            name: .stateDidChange, version: version, actionIdentifier: action.identifier)
+        for observer in observers { observer(notification) }
+    }
+}
+
 let arguments = CommandLine.arguments
 let workload = arguments.count > 1 ? arguments[1] : "dispatch-o1"
 let count = arguments.count > 2 ? Int(arguments[2])! : 1_000_000
@@ -47,6 +78,10 @@ case "hand":
 case "dispatch-o0", "dispatch-o1":
     let store = Store(reducers: [add], state: Counter())
     if workload == "dispatch-o1" { store.addObserver { note in sink(note.version) } }
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "plain-o1":
+    let store = PlainStore(reducers: [add], state: Counter())
+    store.addObserver { note in sink(note.version) }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "c-null", "c-payload":
     var reducers = [rdx_reducer(reduce: cReduce, context: nil)]

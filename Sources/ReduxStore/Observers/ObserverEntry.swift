@@ -23,6 +23,9 @@ final class ObserverEntry: @unchecked Sendable {
     let token: ObserverToken
     /// The name listened for; `nil` listens to every name.
     let name: StoreNotification.Name?
+    /// Whether ``name`` is ``StoreNotification/Name/stateDidChange``: decided once, so matching
+    /// a dispatch's notification compares no strings.
+    private let listensToStateDidChange: Bool
     /// Where notifications go; `nil` calls the block on the dispatching thread.
     let queue: DispatchQueue?
     let block: @Sendable (StoreNotification) -> Void
@@ -59,6 +62,7 @@ final class ObserverEntry: @unchecked Sendable {
         self.token = ObserverToken(
             rawValue: Self.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.name = name
+        self.listensToStateDidChange = name == .stateDidChange
         self.queue = queue
         self.firstVersion = firstVersion
         self.onRelease = onRelease
@@ -73,7 +77,9 @@ final class ObserverEntry: @unchecked Sendable {
     /// Whether this observer is to hear `notification`.
     @inline(__always)
     func wants(_ notification: StoreNotification) -> Bool {
-        notification.version >= firstVersion && (name == nil || name == notification.name)
+        guard notification.version >= firstVersion else { return false }
+        if notification.isStateDidChange { return name == nil || listensToStateDidChange }
+        return name == nil || name == notification.name
     }
 
     /// Hands `notification` to the observer: on this thread (the caller holds the list this

@@ -58,15 +58,29 @@ struct ThreadContext {
 struct DeliveryFrame {
     let store: ObjectIdentifier
     /// Rounds queued by actions dispatched from inside the observers, delivered in order after the
-    /// current round. Empty (no allocation) unless an observer dispatches.
-    var pending: [NotificationRound] = []
+    /// current round. `nil` (nothing to release) unless an observer dispatches.
+    var pending: [NotificationRound]?
     var next = 0
     /// The frame this one is nested in.
     let outer: UnsafeMutablePointer<DeliveryFrame>?
 
+    init(store: ObjectIdentifier, pending: [NotificationRound]? = nil,
+         outer: UnsafeMutablePointer<DeliveryFrame>?) {
+        self.store = store
+        self.pending = pending
+        self.outer = outer
+    }
+
+    /// Queues rounds behind the current one.
+    mutating func append(_ rounds: some Sequence<NotificationRound>) {
+        if pending == nil { pending = [] }
+        pending!.append(contentsOf: rounds)
+    }
+
     /// The next round queued, if any.
+    @inline(__always)
     mutating func nextRound() -> NotificationRound? {
-        guard next < pending.count else { return nil }
+        guard let pending, next < pending.count else { return nil }
         defer { next += 1 }
         return pending[next]
     }
