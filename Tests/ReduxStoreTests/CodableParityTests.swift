@@ -448,6 +448,10 @@ let parityShapes: [ParityShape] = [
     shape("large array of integers", Array(0..<100_000)),
     shape("large array of structs", (0..<10_000).map { PTodo(id: $0, title: "todo \($0)", done: $0 % 2 == 0, note: nil) }),
     shape("large dictionary", Dictionary(uniqueKeysWithValues: (0..<2_000).map { ("key \($0)", $0) })),
+    // Keys the json-c bridge looks up by Swift string equality (a `K`, non-ASCII): still one
+    // lookup each, not a scan of the object per key.
+    shape("large dictionary of keys with K and non-ASCII", Dictionary(uniqueKeysWithValues:
+        (0..<3_000).flatMap { [("Key \($0)", $0), ("ключ \($0)", -$0), ("K\u{212A}\($0)", $0)] })),
     shape("empty struct array", [PDeep]()),
     shape("empty containers", PDeep(children: [PDeep(children: [])])),
     shape("unicode strings", ["", "\u{0}", "\u{1F600}\u{1F469}\u{200D}\u{1F4BB}", "e\u{301}", "\u{FFFF}", "\"\\/\n\t"]),

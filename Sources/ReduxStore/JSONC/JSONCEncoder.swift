@@ -129,6 +129,34 @@ final class EncodingState {
 
     func keep(_ encoder: JSONCEncoderImpl) { kept.append(encoder) }
 
+    /// For each object written that has keys other spellings could equal: those keys, by the
+    /// Swift string, with the spelling the object has.
+    private var spellings: [OpaquePointer: [String: String]] = [:]
+
+    /// The spelling under which `object` has `key` already, or `key` itself, which is then
+    /// recorded: a key equal to one the object has (Swift's string equality, as Foundation's
+    /// dictionary of keys compares) replaces that one, under its first spelling. json-c compares
+    /// bytes, which is Swift's comparison for every key but those
+    /// ``JSONC/mayEqualOtherBytes(_:)`` picks out; only those are looked up here, so writing n
+    /// keys stays O(n).
+    ///
+    /// An entry may outlive its object (a replaced value is freed, and json-c may reuse the
+    /// address for a new one). That is harmless: every key such an object gets is looked up here
+    /// too, so the entry only ever answers with a spelling equal to the key asked for.
+    func spelling(of key: String, in object: OpaquePointer) -> String {
+        guard JSONC.mayEqualOtherBytes(key) else { return key }
+        if spellings[object] == nil {
+            var known: [String: String] = [:]
+            JSONC.forEachKey(of: object) { name in
+                if JSONC.mayEqualOtherBytes(name), known[name] == nil { known[name] = name }
+            }
+            spellings[object] = known
+        }
+        if let existing = spellings[object]?[key] { return existing }
+        spellings[object, default: [:]][key] = key
+        return key
+    }
+
     func record(_ error: any Error) {
         if failure == nil { failure = error }
     }
@@ -315,7 +343,7 @@ final class JSONCEncoderImpl: Encoder {
     private func attach(_ node: OpaquePointer?, to sink: Sink) throws {
         switch sink {
         case .key(let object, let key):
-            try JSONC.add(node, to: object, key: key) { self.codingPath }
+            try JSONC.add(node, to: object, key: state.spelling(of: key, in: object)) { self.codingPath }
         case .index(let array, let index):
             guard json_object_array_put_idx(array, index, node) == 0 else {
                 json_object_put(node)
@@ -415,8 +443,10 @@ struct JSONCKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
             json_object_put(node)
             throw impl.takeUnretainedValue().state.failure ?? StoreError(.outOfMemory, "no container")
         }
-        try JSONC.add(node, to: object, key: key.stringValue) { keyPath(key) }
+        try JSONC.add(node, to: object, key: state.spelling(of: key.stringValue, in: object)) { keyPath(key) }
     }
+
+    private var state: EncodingState { impl.takeUnretainedValue().state }
 
     private var options: JSONCEncoder { impl.takeUnretainedValue().state.options }
 
@@ -468,14 +498,17 @@ struct JSONCKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
     /// A nested container under `key`: the object's value there if it is a container of that
     /// kind (so both are merged, as Foundation merges them), else a new one replacing it.
     private func openNested(_ key: Key, keyed: Bool) -> OpaquePointer? {
-        if let object, case .some(.some(let existing)) = JSONC.value(in: object, forKey: key.stringValue),
+        guard let object else { return nil }  // this container could not open: recorded already
+        let name = state.spelling(of: key.stringValue, in: object)
+        var existing: OpaquePointer?
+        if name.withCString({ json_object_object_get_ex(object, $0, &existing) }) != 0, let existing,
            json_object_get_type(existing) == (keyed ? json_type_object : json_type_array) {
-            impl.takeUnretainedValue().state.pin(existing)
+            state.pin(existing)
             return existing
         }
         return impl.takeUnretainedValue().openNested(
             in: object, path: keyPath(key), keyed: keyed
-        ) { node in try JSONC.add(node, to: object!, key: key.stringValue) { keyPath(key) } }
+        ) { node in try JSONC.add(node, to: object, key: name) { keyPath(key) } }
     }
 
     mutating func superEncoder() -> any Encoder {

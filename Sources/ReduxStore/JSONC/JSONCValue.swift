@@ -116,16 +116,21 @@ enum JSONC {
     /// The key of `object` that equals `key` as Swift compares strings but has other bytes, or
     /// nil. O(number of keys); asked only when ``mayEqualOtherBytes(_:)``.
     static func equivalentKey(in object: OpaquePointer, to key: String) -> String? {
+        var found: String?
+        forEachKey(of: object) { name in
+            if found == nil && name == key && !name.utf8.elementsEqual(key.utf8) { found = name }
+        }
+        return found
+    }
+
+    /// Calls `body` with each key of `object`, in order.
+    static func forEachKey(of object: OpaquePointer, _ body: (String) -> Void) {
         var iterator = json_object_iter_begin(object)
         var end = json_object_iter_end(object)
         while json_object_iter_equal(&iterator, &end) == 0 {
-            if let raw = json_object_iter_peek_name(&iterator) {
-                let name = String(cString: raw)
-                if name == key && !name.utf8.elementsEqual(key.utf8) { return name }
-            }
+            if let raw = json_object_iter_peek_name(&iterator) { body(String(cString: raw)) }
             json_object_iter_next(&iterator)
         }
-        return nil
     }
 
     /// The value of `object` under `key` (Swift string equality): `.none` if it has no such key,
@@ -259,14 +264,13 @@ enum JSONC {
     /// Adds `value` (owned; may be NULL for JSON null) to `object` under `key`. Ownership passes to
     /// the object even on failure: the value is put if it could not be added.
     ///
-    /// A key the object already has is replaced, as Foundation's `JSONEncoder` replaces it: the
-    /// last value wins, under the key's first spelling when the two are equal strings with
-    /// other bytes.
+    /// A key the object already has (the same bytes) is replaced: the last value wins, as with
+    /// Foundation's `JSONEncoder`. The encoder finds the spelling first, for keys that are equal
+    /// strings with other bytes (`EncodingState.spelling(of:in:)`).
     static func add(
         _ value: OpaquePointer?, to object: OpaquePointer, key: String,
         _ path: () -> [any CodingKey]
     ) throws {
-        let key = mayEqualOtherBytes(key) ? (equivalentKey(in: object, to: key) ?? key) : key
         // json-c keys are C strings: a key with a NUL in it would be cut short.
         let status = key.utf8.contains(0)
             ? -2 : key.withCString { json_object_object_add(object, $0, value) }
