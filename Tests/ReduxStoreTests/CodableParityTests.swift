@@ -95,6 +95,28 @@ struct PFloatReadAsDouble: Codable, Equatable, Sendable {
     init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(Double.self) }
 }
 
+/// Writes a `Double`, reads a `Float`.
+struct PDoubleReadAsFloat: Codable, Equatable, Sendable {
+    var value: Double
+    init(_ value: Double) { self.value = value }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(value)
+    }
+    init(from decoder: any Decoder) throws { value = Double(try decoder.singleValueContainer().decode(Float.self)) }
+}
+
+/// Writes integers, reads `Float`s.
+struct PIntegersAsFloat: Codable, Equatable, Sendable {
+    var values: [Int64]
+    init(values: [Int64]) { self.values = values }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(values)
+    }
+    init(from decoder: any Decoder) throws { values = try decoder.singleValueContainer().decode([Float].self).map { Int64(exactly: $0) ?? -1 } }
+}
+
 struct PTodo: Codable, Equatable, Sendable {
     var id: Int
     var title: String
@@ -389,6 +411,10 @@ let parityShapes: [ParityShape] = [
     shape("Int128 in 64 bits", [Int128(-5), Int128(Int64.max)]),
     shape("Float 0.1", Float(0.1)),
     shape("Float written, Double read", PFloatReadAsDouble(0.1)),
+    shape("Double written, Float read: underflow", PDoubleReadAsFloat(1e-50)),
+    shape("Double written, Float read: overflow", PDoubleReadAsFloat(3.5e38)),
+    shape("Double written, Float read: rounding", [PDoubleReadAsFloat(0.1), PDoubleReadAsFloat(16_777_217), PDoubleReadAsFloat(1e-45)]),
+    shape("integers read as Float", PIntegersAsFloat(values: [16_777_217, -3, Int64.max])),
     shape("Float edges", [Float.greatestFiniteMagnitude, -Float.greatestFiniteMagnitude, .leastNonzeroMagnitude, .leastNormalMagnitude]),
     shape("Double 0.1 and friends", [0.1, 0.2, 0.30000000000000004, 1.0 / 3.0]),
     shape("Double subnormal", [Double.leastNonzeroMagnitude, Double.leastNormalMagnitude]),

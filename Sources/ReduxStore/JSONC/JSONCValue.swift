@@ -185,9 +185,21 @@ enum JSONC {
         _ path: () -> [any CodingKey]
     ) throws -> Float {
         let double = try readDouble(node, as: Float.self, strategy, path)
-        let float = Float(double)
-        if double.isFinite && !float.isFinite {
-            throw doesNotFit(double.description, Float.self, path())
+        // Zero and non-finite values (under the strategy that lets them through) convert as
+        // they are; any other number is its text parsed as a `Float`, as Foundation's
+        // `JSONDecoder` reads it, refused when that overflows or underflows to zero.
+        guard double.isFinite, double != 0, let node else { return Float(double) }
+        let text: String
+        if json_object_get_type(node) == json_type_int {
+            let signed = json_object_get_int64(node)
+            text = signed < 0 ? String(signed) : String(json_object_get_uint64(node))
+        } else if let raw = json_object_get_string(node) {
+            text = String(cString: raw)
+        } else {
+            text = double.description
+        }
+        guard let float = Float(text) ?? Float(exactly: double), float.isFinite, float != 0 else {
+            throw doesNotFit(text, Float.self, path())
         }
         return float
     }

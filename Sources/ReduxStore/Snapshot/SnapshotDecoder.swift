@@ -192,16 +192,29 @@ struct DecodeSession {
         }
     }
 
-    /// A `Float`; a `Double` converts (rounding) unless it is finite and out of `Float`'s range.
+    /// A `Float`. Another number is read as a JSON round trip reads it: its shortest decimal
+    /// text parsed as a `Float`, refused when that overflows, or underflows to zero (as
+    /// Foundation's `JSONDecoder` refuses it). Zero and non-finite values convert as they are.
     @inline(__always)
     func float(_ node: UInt32) throws -> Float {
         let slot = slots[Int(node)]
         if slot.tag == .float { return Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload)) }
+        return try floatFromOtherNumber(node)
+    }
+
+    private func floatFromOtherNumber(_ node: UInt32) throws -> Float {
+        let slot = slots[Int(node)]
         let value = try double(node)
-        if value.isFinite && abs(value) > Double(Float.greatestFiniteMagnitude) {
-            throw doesNotFit(Float.self, node)
+        if !value.isFinite || value == 0 { return Float(value) }
+        let text: String
+        switch slot.tag {
+        case .int: text = String(Int64(bitPattern: slot.payload))
+        case .uint: text = String(slot.payload)
+        case .bigint: text = strings[Int(truncatingIfNeeded: slot.payload)]
+        default: text = value.description
         }
-        return Float(value)
+        guard let float = Float(text), float.isFinite, float != 0 else { throw doesNotFit(Float.self, node) }
+        return float
     }
 
     @inline(__always)
