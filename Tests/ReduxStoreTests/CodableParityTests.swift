@@ -484,3 +484,114 @@ let parityShapes: [ParityShape] = [
     shape("Set", Set([3, 1, 2])),
     shape("Bool", [true, false]),
 ]
+
+// MARK: - Random writers
+
+/// One step of a custom `encode(to:)` into a keyed container.
+indirect enum PWrite: Sendable {
+    case value(String, Int)
+    case null(String)
+    case object(String, [PWrite])
+    case array(String, [Int])
+}
+
+/// A value whose `encode(to:)` runs a random program of keyed writes: keys written again,
+/// containers reopened, values replaced, with keys drawn from a small pool (canonically equal
+/// spellings among them). Read back as the JSON it made.
+struct PRandomWriter: Codable, Equatable, Sendable {
+    var program: [PWrite] = []
+    var json: JSONValue = .null
+
+    init(program: [PWrite]) { self.program = program }
+    init(from decoder: any Decoder) throws { json = try JSONValue(from: decoder) }
+    static func == (a: Self, b: Self) -> Bool { a.json == b.json }
+
+    /// Runs the program; a copy read back (which has no program) writes the JSON it read, so
+    /// that the store's own first copy of its state keeps what the program made.
+    func encode(to encoder: any Encoder) throws {
+        if program.isEmpty && json != .null { return try json.encode(to: encoder) }
+        var top = encoder.container(keyedBy: PKey.self)
+        try Self.run(program, &top)
+    }
+
+    static func run(_ program: [PWrite], _ c: inout KeyedEncodingContainer<PKey>) throws {
+        for step in program {
+            switch step {
+            case .value(let key, let n): try c.encode(n, forKey: PKey(key))
+            case .null(let key): try c.encodeNil(forKey: PKey(key))
+            case .object(let key, let inner):
+                var nested = c.nestedContainer(keyedBy: PKey.self, forKey: PKey(key))
+                try run(inner, &nested)
+            case .array(let key, let numbers):
+                var nested = c.nestedUnkeyedContainer(forKey: PKey(key))
+                for n in numbers { try nested.encode(n) }
+            }
+        }
+    }
+
+    /// What a key holds so far, so that the program never asks Foundation for what it traps on
+    /// (a keyed container over an array or a scalar, an unkeyed one over an object or a scalar).
+    indirect enum Held { case scalar, array, object([String: Held]) }
+
+    static func program(_ random: inout PSplitMix, depth: Int, steps: Int, held: inout [String: Held]) -> [PWrite] {
+        let pool = ["a", "b", "c", "K", "\u{212A}", "\u{E9}", "e\u{301}"] + (0..<40).map { "k\($0)" }
+        var program: [PWrite] = []
+        for _ in 0..<steps {
+            let key = pool[Int(random.next() % UInt64(depth == 0 ? pool.count : 9))]
+            switch random.next() % 6 {
+            case 0, 1:
+                let n = Int(random.next() % 1000)
+                program.append(.value(key, n))
+                held[key] = .scalar
+            case 2:
+                program.append(.null(key))
+                held[key] = .scalar
+            case 3, 4 where depth < 4:
+                var inner: [String: Held]
+                switch held[key] {
+                case nil: inner = [:]
+                case .object(let existing): inner = existing
+                default: continue
+                }
+                let steps = Int(random.next() % 6)
+                program.append(.object(key, Self.program(&random, depth: depth + 1, steps: steps, held: &inner)))
+                held[key] = .object(inner)
+            default:
+                switch held[key] {
+                case nil, .array: break
+                default: continue
+                }
+                program.append(.array(key, (0..<Int(random.next() % 3)).map { _ in Int(random.next() % 10) }))
+                held[key] = .array
+            }
+        }
+        return program
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so that a failing program can be replayed.
+struct PSplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite struct CodableParityRandomTests {
+    @Test(arguments: 0..<40)
+    func randomWritersAsFoundation(_ seed: Int) {
+        var random = PSplitMix(state: UInt64(seed) &* 7919)
+        var values: [PRandomWriter] = []
+        for _ in 0..<5 {
+            var held: [String: PRandomWriter.Held] = [:]
+            let steps = 1 + Int(random.next() % 120)
+            values.append(PRandomWriter(program: PRandomWriter.program(&random, depth: 0, steps: steps, held: &held)))
+        }
+        let differences = shape("random writers, seed \(seed)", values).differences(CodableParityTests.folder)
+        #expect(differences.isEmpty, "seed \(seed): \(differences.joined(separator: "; "))")
+    }
+}
