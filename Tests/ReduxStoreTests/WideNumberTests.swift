@@ -5,6 +5,8 @@ import Foundation
 import ReduxStore
 import ReduxStoreTestSupport
 import Testing
+import Dispatch
+import CJSONC
 
 @Suite struct WideNumberTests {
     @Test func int128FromTextIsExact() throws {
@@ -37,6 +39,24 @@ import Testing
         // The error is past an integer the parser lengthened: the offset is still the text's own.
         #expect(throws: StoreError(.parse, "JSON text does not parse at byte 23: unexpected character")) {
             try JSONCDecoder().decode(JSONValue.self, fromJSONString: "[18446744073709551616, }")
+        }
+    }
+
+    @Test func oneTreeDecodedOnManyThreadsAtOnce() throws {
+        // Reading a number's digits must not write into the borrowed tree (json-c prints into a
+        // node's own buffer): ThreadSanitizer runs this suite too.
+        struct Shared: @unchecked Sendable { let tree: OpaquePointer? }  // only read below
+        let text = "[123456789012345678901234567890.5, 170141183460469231731687303715884105727, 0.1]"
+        let shared = Shared(tree: try JSONCText.parse(text, length: text.utf8.count))
+        defer { json_object_put(shared.tree) }
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            let tree = shared.tree
+            for _ in 0..<200 {
+                let decimals = try? JSONCDecoder().decode([Decimal].self, from: tree)
+                #expect(decimals?.first == Decimal(string: "123456789012345678901234567890.5"))
+                let floats = try? JSONCDecoder().decode([Float].self, from: tree)
+                #expect(floats?.last == 0.1)
+            }
         }
     }
 

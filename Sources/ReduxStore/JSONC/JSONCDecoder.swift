@@ -244,8 +244,8 @@ final class JSONCDecoderImpl: Decoder {
         if double.isNaN { return .nan }
         // The number's own text first: a double node keeps the digits it was parsed or made
         // from, which a Double may not hold (19 significant digits, say).
-        if double.isFinite, let text = json_object_get_string(node),
-           let decimal = Decimal(string: String(cString: text)) {
+        if double.isFinite, let node, let text = JSONC.printedNumber(node),
+           let decimal = Decimal(string: text) {
             return decimal
         }
         guard double.isFinite, let decimal = Decimal(string: double.description) else {

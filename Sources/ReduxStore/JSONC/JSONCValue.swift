@@ -89,8 +89,7 @@ enum JSONC {
     /// The digits of a number node whose text is an integer, with `.0…` allowed after it (what
     /// ``parse(_:maximumDepth:)`` makes of integer text past 64 bits), or nil.
     static func integerDigits(_ node: OpaquePointer) -> String? {
-        guard let raw = json_object_get_string(node) else { return nil }
-        let text = String(cString: raw)
+        guard let text = printedNumber(node) else { return nil }
         var utf8 = Substring(text).utf8
         if let dot = utf8.firstIndex(of: UInt8(ascii: ".")) {
             guard utf8[utf8.index(after: dot)...].allSatisfy({ $0 == UInt8(ascii: "0") }) else { return nil }
@@ -101,6 +100,18 @@ enum JSONC {
             return nil
         }
         return String(Substring(utf8))
+    }
+
+    /// The text of a number node as json-c prints it: the digits it was parsed or made from.
+    /// Printed from a copy: json-c prints into the node's own buffer, and a borrowed tree may be
+    /// read by other threads at the same time. (Only the rare paths need it: `Decimal`, integers
+    /// past 2^53, a `Float` from another number.)
+    static func printedNumber(_ node: OpaquePointer) -> String? {
+        var copy: OpaquePointer?
+        guard json_object_deep_copy(node, &copy, nil) == 0, let copy else { return nil }
+        defer { json_object_put(copy) }
+        guard let raw = json_object_get_string(copy) else { return nil }
+        return String(cString: raw)
     }
 
     // MARK: Keys
@@ -193,8 +204,8 @@ enum JSONC {
         if json_object_get_type(node) == json_type_int {
             let signed = json_object_get_int64(node)
             text = signed < 0 ? String(signed) : String(json_object_get_uint64(node))
-        } else if let raw = json_object_get_string(node) {
-            text = String(cString: raw)
+        } else if let printed = printedNumber(node) {
+            text = printed
         } else {
             text = double.description
         }
