@@ -30,6 +30,16 @@ package struct Locked<Value>: @unchecked Sendable {
         return try body(&valuePointer.pointee)
     }
 
+    /// Runs `body` holding the lock, without an access to the value: for a lock that guards a
+    /// turn rather than a value (`Locked<Void>`). (An `inout` access to a value of no size is
+    /// one ThreadSanitizer can report against the lock's own reads of the storage.)
+    @inline(__always)
+    package func withLockHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        storage.lock()
+        defer { storage.unlock() }
+        return try body()
+    }
+
     /// Takes the lock. Pair with ``unlock()`` on the same thread.
     @inline(__always)
     package func lock() { storage.lock() }

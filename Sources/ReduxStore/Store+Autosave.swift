@@ -222,7 +222,7 @@ final class Autosaver: Sendable {
     /// Takes its turn through `saving`; reports a failure to `onError` once the turn is over,
     /// unless this thread is inside `onError` already.
     private func save(_ write: (UInt64?) throws(StoreError) -> UInt64?) {
-        let failure = saving.withLock { _ -> StoreError? in
+        let failure = saving.withLockHeld { () -> StoreError? in
             let skip = progress.withLock { progress -> UInt64? in
                 progress.actionsSinceSave = 0
                 return progress.savedVersion
