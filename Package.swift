@@ -13,6 +13,8 @@ let package = Package(
     dependencies: [
         // Deque, for the store's queue of enqueued actions.
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // swift-log, for LoggingMiddleware.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // json-c, found through pkg-config; Debian's libjson-c-dev provides it.
@@ -25,7 +27,11 @@ let package = Package(
         // persistence. It knows nothing of the C interface.
         .target(
             name: "ReduxStore",
-            dependencies: ["CJSONC", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: [
+                "CJSONC",
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: [
                 // _checkInvariants() of the unsafe structures, run at each dispatch in debug
                 // builds (the tests); release builds compile them out.
@@ -94,7 +100,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ReduxStoreTests",
-            dependencies: ["ReduxStore", "ReduxStoreTestSupport", "CJSONC"]
+            dependencies: [
+                "ReduxStore", "ReduxStoreTestSupport", "CJSONC",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "ReduxStoreCTests",

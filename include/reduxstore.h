@@ -289,6 +289,99 @@ RDX_API const char *rdx_last_error(void);
 /* The library's version, "MAJOR.MINOR.PATCH". Static; compare with RDX_VERSION. */
 RDX_API const char *rdx_version(void);
 
+/* ---- Composition: middleware, batches, observing one value ------------------------------- */
+
+/* The rest of a middleware chain: handed to a middleware, valid only during that call. */
+typedef struct rdx_next rdx_next;
+
+/*
+ * A middleware: sees each action before the reducers, in the order the store was given them.
+ * `store` is borrowed for the call; `identifier` and `payload` (may be NULL) are the action's,
+ * borrowed for the call. It decides what reaches the reducers:
+ *   - pass the action on: rdx_next_action(next, identifier, payload);
+ *   - replace it: rdx_next_action(next, "other.identifier", other_payload);
+ *   - drop it: return without calling rdx_next_action(): no reducer runs, the version stays,
+ *     no observer is told;
+ *   - dispatch other actions: rdx_store_dispatch_action(store, ...), which pass through the
+ *     whole chain.
+ * rdx_next_action() applies what it is given before it returns; it may be called more than once,
+ * and never after the middleware returned. A middleware runs outside the store's lock, on the
+ * dispatching thread, and may read the store (rdx_store_current_state(), rdx_store_version());
+ * the callback rules above apply. An action a reducer dispatches passes the chain once the
+ * current action was applied, before the outer dispatch returns.
+ */
+typedef void (*rdx_middleware_fn)(rdx_store *store, const char *identifier, json_object *payload,
+                                  rdx_next *next, void *context);
+
+/* A middleware and the context it is called with. */
+typedef struct rdx_middleware {
+    rdx_middleware_fn handle;
+    void *context;
+} rdx_middleware;
+
+/*
+ * rdx_store_create(), with `middleware_count` middleware run in array order before the reducers
+ * for every action: dispatched, enqueued, in a batch, or from a reducer (the array is copied; the
+ * contexts are kept). Returns what rdx_store_create() returns, and NULL with RDX_EINVAL for a
+ * NULL middleware array with a non-zero count or a middleware whose function is NULL.
+ */
+RDX_API rdx_store *rdx_store_create_with_middleware(json_object *initial_state,
+                                                    const rdx_reducer *reducers,
+                                                    size_t reducer_count,
+                                                    const rdx_middleware *middleware,
+                                                    size_t middleware_count, rdx_status *status);
+
+/*
+ * From inside a middleware: passes an action (borrowed) to the rest of the chain, which applies
+ * it before this returns. Passing the middleware's own `identifier` and `payload` pointers
+ * passes the action as it came; anything else is a new action (copied).
+ * Returns RDX_OK; RDX_EINVAL for a NULL next or identifier, or an identifier that is not UTF-8;
+ * RDX_ELIMIT and RDX_EDECODE as rdx_store_dispatch_action(); RDX_ENOMEM.
+ */
+RDX_API rdx_status rdx_next_action(rdx_next *next, const char *identifier, json_object *payload);
+
+/*
+ * Parses `actions_json`, a JSON array of actions [{"identifier": ..., "payload": ...}, ...], and
+ * applies them as one: each passes the middleware first, then those that reach the reducers are
+ * applied in order under one hold of the lock, so no reader, snapshot, save or observer sees the
+ * state between two of them. The version grows by the number applied; observers are told once,
+ * with the last version. An empty array applies nothing. Borrows the text.
+ * One bad element refuses the whole batch and nothing is applied: rdx_last_error() names its
+ * index ("[2].identifier: key not found"). Returns what rdx_store_dispatch_json() returns, with
+ * RDX_EDECODE also for text that is not an array; the limits apply to the text as a whole and to
+ * each payload as in rdx_store_dispatch_json().
+ */
+RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *actions_json);
+
+/*
+ * Observes one value of the state, named by a JSON Pointer (RFC 6901: "" for the whole state,
+ * "/todos/3/title", "~1" for '/' and "~0" for '~' in a key): `observer` is called, as an
+ * rdx_observer_fn with the pointer as its `name`, only after an action that changed that value
+ * (its appearing or disappearing included), with the version of that action. The value is read
+ * and compared under the store's lock after each notifying action, without a snapshot; the first
+ * comparison is with the value when the observer was added. Calls follow the observer rules
+ * (rdx_store_add_observer()); when two threads' changes are delivered out of order, the later
+ * delivery does not call. Removed with rdx_store_remove_observer(). On a Swift store handed to C,
+ * each comparison encodes the state to a json-c tree first.
+ * Returns a token, never 0, or 0 on failure: RDX_EINVAL's words for a NULL store, pointer or
+ * observer, or a pointer that is neither "" nor starts with '/'.
+ */
+RDX_API uint64_t rdx_store_observe_pointer(rdx_store *store, const char *pointer,
+                                           rdx_observer_fn observer, void *context);
+
+/* rdx_store_observe_pointer() with a release function, as rdx_store_add_observer_full(). */
+RDX_API uint64_t rdx_store_observe_pointer_full(rdx_store *store, const char *pointer,
+                                                rdx_observer_fn observer, void *context,
+                                                rdx_release_fn release_context);
+
+/*
+ * Returns a NEW deep copy of the value at the JSON Pointer `pointer` in the state (release it
+ * with json_object_put()), or NULL: when the value is JSON null or absent (rdx_last_error() is
+ * then "" for null, and names the pointer for absent), or on failure as
+ * rdx_store_current_state(), or for a NULL or malformed pointer.
+ */
+RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *pointer);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,24 @@ public protocol Action: Sendable {
     /// What kind of action this is, such as `"todo.toggle"`. Reducers switch on it; observers are
     /// told it with each notification.
     var identifier: String { get }
+
+    /// Whether observers hear of this action: `true` unless the action says otherwise. An action
+    /// that returns `false` is applied as any other (the reducers run, the version grows) but
+    /// posts no notification: no observer, key-path observer or state stream is told of it. The
+    /// next notifying action tells them of the state as it then is.
+    ///
+    /// ```swift
+    /// struct CursorMoved: Action {
+    ///     let identifier = "cursor.moved"
+    ///     var notifiesObservers: Bool { false }
+    /// }
+    /// ```
+    var notifiesObservers: Bool { get }
+}
+
+extension Action {
+    /// `true`: an action notifies observers unless it opts out.
+    public var notifiesObservers: Bool { true }
 }
 
 /// A reducer: mutates the state in place for one action. Reducers run in the order the store was

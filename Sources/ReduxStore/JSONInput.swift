@@ -148,6 +148,50 @@ package enum JSONInput {
         let root = try JSONCText.parse(
             text, length: length, maximumDepth: StoreLimits.maximumNestingDepth + 1)
         defer { json_object_put(root) }
+        let (identifier, payload) = try actionParts(root)
+        return try body(identifier, payload)
+    }
+
+    /// Parses the text of a batch, `[{"identifier": ..., "payload": ...}, ...]`, and hands the
+    /// parts of every action (borrowed from the parsed tree, freed after `body`) to `body`, once
+    /// all of them were checked: one bad action refuses the whole batch, its index in the error
+    /// (`[2].identifier: key not found`).
+    ///
+    /// The same limits as ``withParsedAction(_:length:_:)``, for the text as a whole and for
+    /// each action (the array around the actions does not count against a payload's nesting).
+    package static func withParsedBatch<T>(
+        _ text: UnsafePointer<CChar>, length: Int,
+        _ body: ([(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)]) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        let limit = StoreLimits.maximumJSONTextSize
+        guard length <= limit else {
+            throw StoreError(.limit, "batch text is longer than \(limit) bytes")
+        }
+        let root = try JSONCText.parse(
+            text, length: length, maximumDepth: StoreLimits.maximumNestingDepth + 2)
+        defer { json_object_put(root) }
+        guard let root, json_object_get_type(root) == json_type_array else {
+            throw StoreError(.decode, "batch: expected array, found \(JSONC.kindName(root))")
+        }
+        let count = json_object_array_length(root)
+        var actions: [(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)] = []
+        actions.reserveCapacity(count)
+        for index in 0..<count {
+            do {
+                actions.append(try actionParts(json_object_array_get_idx(root, index)))
+            } catch {
+                throw error.prefixed("[\(index)]")
+            }
+        }
+        return try body(actions)
+    }
+
+    /// The identifier and payload of one action object (borrowed from it), checked: only the
+    /// keys `identifier` and `payload`, a string identifier within the limits, a payload within
+    /// the nesting limit counting the action object above it.
+    private static func actionParts(_ root: OpaquePointer?)
+        throws(StoreError) -> (identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
+    {
         guard let root, json_object_get_type(root) == json_type_object else {
             throw StoreError(.decode, "action: expected object, found \(JSONC.kindName(root))")
         }
@@ -179,7 +223,7 @@ package enum JSONInput {
         let pointer = json_object_get_string(identifier)!
         try JSONInput.identifier(pointer, length: Int(json_object_get_string_len(identifier)))
         try tree(payload, "payload", containersAbove: 1)
-        return try body(pointer, payload)
+        return (pointer, payload)
     }
 }
 

@@ -8,6 +8,9 @@ extension Store {
     /// observer it applies the action at once; that action's notification is delivered after the
     /// current round, before the outermost `dispatchAction` returns.
     ///
+    /// A store with middleware first hands the action to its middleware (see
+    /// ``init(reducers:state:middleware:)``); only what the chain passes on is applied.
+    ///
     /// Cost: one lock, the reducers, and one call per synchronous observer. No copy of the state;
     /// no heap allocation for a value-type action of up to three words when no observer has a
     /// queue.
@@ -21,74 +24,179 @@ extension Store {
     /// box is handed to the reducers as it is.
     @usableFromInline
     package func dispatch(erased action: any Action) {
-        let me = currentThreadID()
-        let core = self.core.valuePointer
-        if applyingThread.load(ordering: .relaxed) == me {
+        if applyingThread.load(ordering: .relaxed) == currentThreadID() {
             // From inside one of this store's reducers (this thread holds the lock).
-            core.pointee.nested.append(action)
+            core.valuePointer.pointee.nested.append(action)
             return
         }
+        if let middleware {
+            middleware.run(self, action) { self.reduceAndNotify($0) }
+            return
+        }
+        reduceAndNotify(action)
+    }
+
+    /// Applies one action that passed the middleware (if any) and notifies the observers. The
+    /// caller is outside this store's reducers.
+    private func reduceAndNotify(_ action: any Action) {
+        let core = self.core.valuePointer
         let context = ThreadContext.current
         self.core.lock()
         _checkInvariantsLocked()
-        applyingThread.store(me, ordering: .relaxed)
+        applyingThread.store(currentThreadID(), ordering: .relaxed)
         context.pointee.callbackDepth += 1
         let version = apply(action)
+        publishedVersion.store(version, ordering: .releasing)
         if !core.pointee.nested.isEmpty {
-            let rounds = applyNestedLocked(first: action, version: version)
-            context.pointee.callbackDepth -= 1
-            applyingThread.store(0, ordering: .relaxed)
-            self.core.unlock()
-            deliver(rounds, context: context)
+            finishNestedAndDeliver(first: roundLocked(for: action, at: version), context: context)
             return
         }
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
-        guard core.pointee.observers.count > 0 else {
-            self.core.unlock()
+        let round = roundLocked(for: action, at: version)
+        self.core.unlock()
+        if let round { deliver(round, context: context) }
+    }
+
+    /// Applies `actions` as one: each passes the middleware (if any) first; then those that
+    /// reach the reducers are applied in order under one hold of the lock, so no reader,
+    /// snapshot, save or observer of this store sees the state between two of them. The version
+    /// grows by the number of actions applied; observers are told once, with the last version
+    /// and the last action's identifier (not at all when no action of the batch notifies).
+    ///
+    /// ```swift
+    /// store.dispatchActions([AddTodo(title: "milk"), AddTodo(title: "eggs")])
+    /// ```
+    ///
+    /// Actions the reducers dispatch meanwhile are applied right after the batch, each as its
+    /// own action. From inside a reducer the batch is queued whole, like a single action, and
+    /// applied right after the current action.
+    public func dispatchActions(_ actions: [any Action]) {
+        if applyingThread.load(ordering: .relaxed) == currentThreadID() {
+            core.valuePointer.pointee.nested.append(ActionBatch(actions: actions))
             return
         }
-        let observers = core.pointee.observers
-        self.core.unlock()
-        deliver(
-            NotificationRound(
-                notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
-                observers: observers),
-            context: context)
+        applyBatch(actions)
     }
 
-    /// Applies the actions the reducers dispatched (FIFO) before the lock is released, and
-    /// returns the rounds to notify, in version order. The caller holds the lock and has applied
-    /// `first`.
-    private func applyNestedLocked(first: any Action, version: UInt64) -> [NotificationRound] {
-        let core = self.core.valuePointer
-        var rounds = [
-            NotificationRound(
-                notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: first.identifier),
-                observers: core.pointee.observers)
-        ]
-        var next = 0
-        while next < core.pointee.nested.count {
-            let action = core.pointee.nested[next]
-            next += 1
-            let nextVersion = apply(action)
-            rounds.append(
-                NotificationRound(
-                    notification: StoreNotification(stateDidChangeAt: nextVersion, actionIdentifier: action.identifier),
-                    observers: core.pointee.observers))
+    /// ``dispatchActions(_:)`` outside this store's reducers.
+    private func applyBatch(_ actions: [any Action]) {
+        var passed = actions
+        if let middleware {
+            passed = []
+            passed.reserveCapacity(actions.count)
+            for action in actions {
+                middleware.run(self, action) { passed.append($0) }
+            }
         }
-        core.pointee.nested.removeAll(keepingCapacity: true)
-        return rounds
+        guard let last = passed.last else { return }
+        let context = ThreadContext.current
+        self.core.lock()
+        _checkInvariantsLocked()
+        applyingThread.store(currentThreadID(), ordering: .relaxed)
+        context.pointee.callbackDepth += 1
+        var version: UInt64 = 0
+        var notifies = false
+        for action in passed {
+            version = apply(action)
+            notifies = notifies || action.notifiesObservers
+        }
+        publishedVersion.store(version, ordering: .releasing)
+        let round = notifies ? roundLocked(for: last, at: version, notifying: true) : nil
+        finishNestedAndDeliver(first: round, context: context)
     }
 
-    /// Runs the reducers for one action and counts it. The caller holds the lock.
+    /// After the first action (or batch) of a hold of the lock was applied: applies what the
+    /// reducers dispatched meanwhile, releases the lock, and delivers the rounds in version
+    /// order. Without middleware the dispatched actions are applied before the lock is released,
+    /// FIFO; with middleware they must pass the chain, which runs user code that may read the
+    /// store, so they are taken out and dispatched through it once the lock is released, FIFO,
+    /// before this call returns.
+    private func finishNestedAndDeliver(
+        first: NotificationRound?, context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        let core = self.core.valuePointer
+        var rounds: [NotificationRound] = []
+        if let first { rounds.append(first) }
+        var deferred: [any Action] = []
+        if middleware == nil {
+            var next = 0
+            while next < core.pointee.nested.count {
+                let action = core.pointee.nested[next]
+                next += 1
+                if let batch = action as? ActionBatch {
+                    var version: UInt64 = 0
+                    var notifies = false
+                    for action in batch.actions {
+                        version = apply(action)
+                        notifies = notifies || action.notifiesObservers
+                    }
+                    publishedVersion.store(version, ordering: .releasing)
+                    if notifies, let last = batch.actions.last,
+                       let round = roundLocked(for: last, at: version, notifying: true) {
+                        rounds.append(round)
+                    }
+                } else {
+                    let version = apply(action)
+                    publishedVersion.store(version, ordering: .releasing)
+                    if let round = roundLocked(for: action, at: version) { rounds.append(round) }
+                }
+            }
+            core.pointee.nested.removeAll(keepingCapacity: true)
+        } else {
+            deferred = core.pointee.nested
+            core.pointee.nested.removeAll(keepingCapacity: true)
+        }
+        context.pointee.callbackDepth -= 1
+        applyingThread.store(0, ordering: .relaxed)
+        self.core.unlock()
+        if !rounds.isEmpty { deliver(rounds, context: context) }
+        for action in deferred {
+            if let batch = action as? ActionBatch {
+                applyBatch(batch.actions)
+            } else {
+                dispatch(erased: action)
+            }
+        }
+    }
+
+    /// The round that tells the observers of `action`, applied as `version`, or `nil` when the
+    /// action does not notify or no observer is to hear of it. Updates the key-path and pointer
+    /// observers' values first (they read the state, which the lock guards). The caller holds
+    /// the lock.
+    @inline(__always)
+    private func roundLocked(
+        for action: any Action, at version: UInt64, notifying: Bool? = nil
+    ) -> NotificationRound? {
+        guard core.valuePointer.pointee.observers.count > 0,
+              notifying ?? action.notifiesObservers
+        else { return nil }
+        let observers = core.valuePointer.pointee.observers
+        var selectionsChanged = false
+        for entry in observers.selecting {
+            if entry.selection!.update(state: stateAddress, version: version) {
+                selectionsChanged = true
+            }
+        }
+        return NotificationRound(
+            notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
+            observers: observers, selectionsChanged: selectionsChanged)
+    }
+
+    /// Runs the reducers for one action and counts it; returns its version. The caller holds the
+    /// lock and publishes the version once the actions it applies as one are all applied.
     @inline(__always)
     private func apply(_ action: any Action) -> UInt64 {
         let core = self.core.valuePointer
         reduce(stateAddress, action)
         core.pointee.version &+= 1
-        let version = core.pointee.version
-        publishedVersion.store(version, ordering: .releasing)
-        return version
+        return core.pointee.version
     }
+}
+
+/// A batch dispatched from inside a reducer: queued whole with the other nested actions, and
+/// applied as one after the current action. Never reaches a reducer.
+struct ActionBatch: Action {
+    let actions: [any Action]
+    var identifier: String { actions.last?.identifier ?? "" }
 }

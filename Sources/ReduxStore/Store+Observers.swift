@@ -67,17 +67,25 @@ extension Store {
     ///   removal and the end of its last running call, or when the store goes away. It runs on
     ///   the thread that removed the observer, that ended its last call, or that dropped the
     ///   store.
+    ///   - selection: for an observer of a value in the state: it is called only for the
+    ///     actions that changed that value (see ``StateSelection``).
     package func addObserver(
         named name: StoreNotification.Name?,
         queue: DispatchQueue?,
         onRelease: (@Sendable () -> Void)?,
+        selection: (any StateSelection)? = nil,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         withCoreLocked { core, insideReducer in
             // Inside a reducer the action in progress will be version + 1: start after it.
             let first = core.pointee.version + (insideReducer ? 2 : 1)
+            // Outside a reducer the state is at rest: the selection starts from its value now.
+            // Inside one it is being changed (and a struct state is held `inout`): the selection
+            // starts from the value the current action leaves, read with that action's round.
+            if !insideReducer { selection?.start(state: stateAddress) }
             let entry = ObserverEntry(
-                name: name, queue: queue, firstVersion: first, onRelease: onRelease, block: block)
+                name: name, queue: queue, firstVersion: first, onRelease: onRelease,
+                selection: selection, block: block)
             core.pointee.observers = ObserverList(core.pointee.observers.entries + [entry])
             return entry.token
         }
@@ -169,7 +177,8 @@ extension Store {
     /// Calls the observers of one round, in the order they were added.
     @inline(__always)
     private func call(_ round: NotificationRound) {
-        for entry in round.observers.entries where entry.wants(round.notification) {
+        for entry in round.observers.entries
+        where entry.wants(round.notification, selectionsChanged: round.selectionsChanged) {
             entry.deliver(round.notification)
         }
     }

@@ -34,6 +34,9 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// its context per action, which calling each of a list's closures costs); a single
     /// reducer is called directly.
     let reduce: ErasedReducer
+    /// The middleware every action passes before the reducers; `nil` for none, so a store
+    /// without middleware pays one test of a field per dispatch.
+    let middleware: MiddlewareChain?
     /// The state; guarded by `core`'s lock. Kept behind a pointer the store owns: a reducer
     /// mutates it in place through `inout`, with no run-time exclusivity check.
     let state: UnsafeMutablePointer<State>
@@ -67,23 +70,26 @@ public final class Store<State: Codable>: @unchecked Sendable {
     ///   - reducers: run in this order for every action.
     ///   - state: the initial state; the store's ``version`` starts at 0.
     public convenience init(reducers: [Reducer<State>], state: State) {
-        let encoder = SnapshotEncoder()
+        self.init(reducers: reducers, adopting: Self.deepCopy(state), version: 0)
+    }
+
+    /// A deep copy of `state` by a snapshot round trip; `state` itself when its Codable
+    /// conformance fails.
+    static func deepCopy(_ state: State) -> State {
         let tape = SnapshotTape()
-        let initial: State
         do {
-            try encoder.encode(state, into: tape)
-            initial = try SnapshotDecoder.decode(State.self, from: tape)
+            try SnapshotEncoder().encode(state, into: tape)
+            return try SnapshotDecoder.decode(State.self, from: tape)
         } catch {
-            initial = state
+            return state
         }
-        self.init(reducers: reducers, adopting: initial, version: 0, encoder: encoder)
     }
 
     /// Creates a store that takes `state` as it is (no copy) and starts at `version`: for callers
     /// that made the state themselves (a restored file, a C program's deep-copied tree).
     package convenience init(
         reducers: [Reducer<State>], adopting state: State, version: UInt64,
-        encoder: SnapshotEncoder = SnapshotEncoder()
+        encoder: SnapshotEncoder = SnapshotEncoder(), middleware: MiddlewareChain? = nil
     ) {
         let erased: [ErasedReducer]
         if State.self is AnyObject.Type {
@@ -106,7 +112,9 @@ public final class Store<State: Codable>: @unchecked Sendable {
                 }
             }
         }
-        self.init(erasedReducers: erased, adopting: state, version: version, encoder: encoder)
+        self.init(
+            erasedReducers: erased, adopting: state, version: version, encoder: encoder,
+            middleware: middleware)
     }
 
     /// Creates a store whose reducers take the state's address, for callers that need not reach
@@ -118,8 +126,10 @@ public final class Store<State: Codable>: @unchecked Sendable {
     package init(
         erasedReducers reducers: [ErasedReducer], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(),
-        readableInsideReducer: Bool = State.self is AnyObject.Type
+        readableInsideReducer: Bool = State.self is AnyObject.Type,
+        middleware: MiddlewareChain? = nil
     ) {
+        self.middleware = middleware
         switch reducers.count {
         case 0: reduce = { _, _ in }
         case 1: reduce = reducers[0]

@@ -58,6 +58,12 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension StoreError {
+    /// The same error one level down a path: `prefix` goes before the coding path (`"[2]"`
+    /// makes `identifier: key not found` into `[2].identifier: key not found`).
+    package func prefixed(_ prefix: String) -> StoreError {
+        StoreError(kind, codingPath: CodingPath.join(prefix, codingPath), detail: detail)
+    }
+
     /// Wraps any error thrown by an encoder or decoder, naming the coding path first.
     ///
     /// - Parameter prefix: a path segment to put before the coding path (`"payload"`), or `nil`.

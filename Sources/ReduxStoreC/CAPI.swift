@@ -211,7 +211,7 @@ private func dispatchFromC(
 }
 
 /// Runs a constructor: a NEW `rdx_store *` and `RDX_OK`, or NULL and the failure's status.
-private func constructing(
+func constructing(
     _ status: UnsafeMutablePointer<rdx_status>?,
     _ body: () throws(StoreError) -> CStoreHandle
 ) -> OpaquePointer? {

@@ -1,3 +1,4 @@
+internal import CJSONC
 internal import CReduxStoreAPI
 import ReduxStore
 import Synchronization
@@ -41,6 +42,22 @@ class CStoreHandle: @unchecked Sendable {
         throws(StoreError)
     { preconditionFailure("every kind of C store overrides \(#function)") }
 
+    /// An action of this store's kind for C's identifier and payload (borrowed, already
+    /// checked), owning what it keeps: it may be applied after the call.
+    func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)
+        -> any Action
+    { preconditionFailure("every kind of C store overrides \(#function)") }
+
+    /// Applies `actions` as one batch.
+    func dispatchBatch(_ actions: [any Action]) {
+        preconditionFailure("every kind of C store overrides \(#function)")
+    }
+
+    /// A NEW json-c tree of the value at `pointer` in the state; `found` false when absent.
+    func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
+        -> (value: OpaquePointer?, found: Bool)
+    { preconditionFailure("every kind of C store overrides \(#function)") }
+
     /// A NEW json-c tree of the state.
     func currentState() throws(StoreError) -> OpaquePointer? {
         preconditionFailure("every kind of C store overrides \(#function)")
@@ -55,6 +72,7 @@ class CStoreHandle: @unchecked Sendable {
 
     func addStoreObserver(
         name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
+        selecting observation: PointerObservation?,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken { preconditionFailure("every kind of C store overrides \(#function)") }
 
@@ -164,7 +182,28 @@ class CStoreHandle: @unchecked Sendable {
         let onRelease = release.map { release in
             CContextRelease(function: release, context: context).callAsFunction
         }
-        let token = addStoreObserver(name: name, onRelease: onRelease) { call($0) }
+        let token = addStoreObserver(name: name, onRelease: onRelease, selecting: nil) { call($0) }
+        lifecycle.withLock { _ = $0.tokens.insert(token) }
+        return token
+    }
+
+    /// Registers a C observer of the value at a JSON Pointer: called, with the pointer as its
+    /// name and the version of the change, only after actions that changed that value.
+    func observe(
+        pointer: JSONPointerText, observer: @escaping rdx_observer_fn,
+        context: UnsafeMutableRawPointer?, release: rdx_release_fn?
+    ) -> ObserverToken {
+        let observation = PointerObservation(pointer: pointer)
+        let call = CPointerObserverCall(
+            function: observer, context: context, handle: self, observation: observation)
+        let onRelease = release.map { release in
+            CContextRelease(function: release, context: context).callAsFunction
+        }
+        let token = addStoreObserver(
+            name: .stateDidChange, onRelease: onRelease, selecting: observation
+        ) {
+            _ in call()
+        }
         lifecycle.withLock { _ = $0.tokens.insert(token) }
         return token
     }
@@ -230,9 +269,30 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
 
     override func addStoreObserver(
         name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
+        selecting observation: PointerObservation?,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
-        store.addObserver(named: name, queue: nil, onRelease: onRelease, using: block)
+        store.addObserver(
+            named: name, queue: nil, onRelease: onRelease,
+            selection: observation.map { JSONPointerSelection<State>($0) }, using: block)
+    }
+
+    override func dispatchBatch(_ actions: [any Action]) {
+        store.dispatchActions(actions)
+    }
+
+    /// Under the store's lock, as ``currentState()``: a json-c state is searched in place,
+    /// another is encoded first.
+    override func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
+        -> (value: OpaquePointer?, found: Bool)
+    {
+        try store.withLockedState { (state, _) throws(StoreError) in
+            try JSONPointerSelection<State>.withTree(of: state) { (root) throws(StoreError) in
+                var node: OpaquePointer?
+                guard json_pointer_get(root, pointer, &node) == 0 else { return (nil, false) }
+                return (try JSONCTree.deepCopy(node), true)
+            }
+        }
     }
 
     override func removeStoreObserver(_ token: ObserverToken) -> Bool {

@@ -5,14 +5,26 @@ import ReduxStore
 /// A store created from C (`rdx_store_create`, `rdx_store_open`): a `Store<JSONCTree>` whose one
 /// Swift reducer calls the C reducers.
 final class JSONCTreeStoreHandle: StoreHandle<JSONCTree>, @unchecked Sendable {
-    init(state: JSONCTree, version: UInt64, reducers: [rdx_reducer]) {
+    init(
+        state: JSONCTree, version: UInt64, reducers: [rdx_reducer],
+        middleware: [rdx_middleware] = []
+    ) {
         // The C reducers work on the tree's root, which never changes (they mutate it in place):
         // one call straight to them per action, without going through the Swift state. So no
         // reducer holds the Swift state `inout`, and reads from inside a reducer are sound.
         let reducers = CReducers(reducers, root: state.object)
+        let owner = HandleReference()
         super.init(store: Store(
             erasedReducers: [{ _, action in reducers.apply(action) }],
-            adopting: state, version: version, readableInsideReducer: true))
+            adopting: state, version: version, readableInsideReducer: true,
+            middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner))))
+        owner.handle = self
+    }
+
+    override func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
+        throws(StoreError) -> any Action
+    {
+        try CAction(copying: identifier, payload: payload)
     }
 
     override func dispatch(
@@ -55,9 +67,7 @@ final class CReducers: @unchecked Sendable {
             return
         }
         // A Swift action dispatched to a C store: its identifier, and a JSONAction's payload.
-        let payload = (action as? JSONAction)?.payload.flatMap { try? JSONCEncoder().encode($0) }
-        defer { json_object_put(payload) }
-        action.identifier.withCString { identifier in
+        action.withCParts { identifier, payload in
             for reducer in reducers {
                 reducer.reduce!(root, identifier, payload, reducer.context)
             }

@@ -59,6 +59,19 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
     override func dispatch(
         identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
     ) throws(StoreError) {
+        let action = try makeAction(identifier: identifier, payload: payload)
+        if enqueue {
+            try enqueueing { store.enqueue(erased: action) }
+        } else {
+            store.dispatch(erased: action)
+        }
+    }
+
+    /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values
+    /// that own what they hold.
+    override func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
+        throws(StoreError) -> any Action
+    {
         // Copied into a String of the known length (CInput.identifier checked its UTF-8): about
         // half the instructions of String(cString:), which measures the length and repairs.
         let length = strlen(identifier)
@@ -67,20 +80,13 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
                 from: UnsafeRawBufferPointer(start: identifier, count: length))
             return length
         }
-        let action: any Action
         if !actions.decoders.isEmpty, let decode = actions.decoders[name] {
             do {
-                action = try decode(payload)
+                return try decode(payload)
             } catch {
                 throw StoreError(coding: error, prefix: "payload")
             }
-        } else {
-            action = try JSONAction(identifier: name, jsonCPayload: payload)
         }
-        if enqueue {
-            try enqueueing { store.enqueue(erased: action) }
-        } else {
-            store.dispatch(erased: action)
-        }
+        return try JSONAction(identifier: name, jsonCPayload: payload)
     }
 }

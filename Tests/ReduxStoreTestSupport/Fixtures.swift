@@ -134,3 +134,10 @@ public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     }
     for thread in threads { pthread_join(thread, nil) }
 }
+
+/// A weak reference to a store, for reducers, middleware and observers that reach the store
+/// they belong to (a strong one would be a cycle). Set before the first dispatch.
+public final class WeakStore<State: Codable>: @unchecked Sendable {
+    public weak var store: Store<State>?
+    public init() {}
+}

@@ -29,6 +29,10 @@ final class ObserverEntry: @unchecked Sendable {
     /// Where notifications go; `nil` calls the block on the dispatching thread.
     let queue: DispatchQueue?
     let block: @Sendable (StoreNotification) -> Void
+    /// For an observer of a value in the state: reads and compares that value under the store's
+    /// lock; the observer is called only for rounds in which some selected value changed (its
+    /// block then checks its own).
+    let selection: (any StateSelection)?
     /// Runs once, from deinit, when the observer can never be called again.
     let onRelease: (@Sendable () -> Void)?
     /// The first version this observer hears: it is not told of actions applied before it was
@@ -57,8 +61,10 @@ final class ObserverEntry: @unchecked Sendable {
 
     init(
         name: StoreNotification.Name?, queue: DispatchQueue?, firstVersion: UInt64,
-        onRelease: (@Sendable () -> Void)?, block: @escaping @Sendable (StoreNotification) -> Void
+        onRelease: (@Sendable () -> Void)?, selection: (any StateSelection)? = nil,
+        block: @escaping @Sendable (StoreNotification) -> Void
     ) {
+        self.selection = selection
         self.token = ObserverToken(
             rawValue: Self.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.name = name
@@ -76,8 +82,9 @@ final class ObserverEntry: @unchecked Sendable {
 
     /// Whether this observer is to hear `notification`.
     @inline(__always)
-    func wants(_ notification: StoreNotification) -> Bool {
+    func wants(_ notification: StoreNotification, selectionsChanged: Bool) -> Bool {
         guard notification.version >= firstVersion else { return false }
+        if selection != nil && !selectionsChanged { return false }
         if notification.isStateDidChange { return name == nil || listensToStateDidChange }
         return name == nil || name == notification.name
     }

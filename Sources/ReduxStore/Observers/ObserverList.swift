@@ -4,9 +4,13 @@
 /// ``ObserverEntry``).
 final class ObserverList: Sendable {
     let entries: [ObserverEntry]
+    /// The entries that select a value from the state (key-path and JSON Pointer observers),
+    /// whose values a dispatch updates under the lock; empty for most stores.
+    let selecting: [ObserverEntry]
 
     init(_ entries: [ObserverEntry]) {
         self.entries = entries
+        self.selecting = entries.filter { $0.selection != nil }
     }
 
     static let empty = ObserverList([])

@@ -91,6 +91,9 @@ struct DeliveryFrame {
 struct NotificationRound {
     let notification: StoreNotification
     let observers: ObserverList
+    /// Whether the value of any selecting observer of the list changed with this round's action
+    /// (selecting observers are called only then).
+    let selectionsChanged: Bool
 }
 
 /// The pthread key of ``ThreadContext``; its destructor frees the context when a thread exits.

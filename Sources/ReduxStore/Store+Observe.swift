@@ -1,0 +1,43 @@
+import Dispatch
+
+extension Store {
+    /// Observes one value of the state: `block` is called with the new value after an action
+    /// changed it, and not for actions that left it equal.
+    ///
+    /// ```swift
+    /// let token = store.observe(\.todos.count) { count in
+    ///     print("now \(count) todos")
+    /// }
+    /// ```
+    ///
+    /// The value is read under the store's lock after each notifying action (no snapshot is
+    /// taken) and compared with the value read before; the first comparison is with the value
+    /// when the observer was added. It follows the rules of
+    /// ``addObserver(forName:queue:using:)``: with no `queue` the block runs on the dispatching
+    /// thread before `dispatchAction` returns; with a `queue` calls are coalesced. Either way the
+    /// block is handed the newest value, each value change at most once, and never a value older
+    /// than one it was handed (when two threads' changes are delivered out of order, the later
+    /// delivery hands nothing). An action that opts out of notifying
+    /// (``Action/notifiesObservers``) is not compared: its change is seen by the next notifying
+    /// action. A batch (``dispatchActions(_:)``) is compared once, after its last action.
+    ///
+    /// Removed with ``removeObserver(_:)``, like any observer.
+    ///
+    /// - Parameters:
+    ///   - keyPath: the value to watch; reading it must not call back into the store.
+    ///   - queue: where to call `block`, or `nil` for the dispatching thread.
+    ///   - block: called with each new value.
+    /// - Returns: the token for ``removeObserver(_:)``.
+    @discardableResult
+    public func observe<Value: Equatable & Sendable>(
+        _ keyPath: KeyPath<State, Value> & Sendable,
+        queue: DispatchQueue? = nil,
+        using block: @escaping @Sendable (Value) -> Void
+    ) -> ObserverToken {
+        let selection = KeyPathSelection(keyPath)
+        let newest = selection.newest
+        return addObserver(named: .stateDidChange, queue: queue, onRelease: nil, selection: selection) { _ in
+            if let value = newest.withLock({ $0.take() }) { block(value) }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+// The C functions of include/reduxstore.h's composition part: middleware, batches, and
+// observing one value. Thin, as the rest of the C face: checks, then the core.
+internal import CJSONC
+public import CReduxStoreAPI
+import ReduxStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@c @implementation
+public func rdx_store_create_with_middleware(
+    _ initialState: OpaquePointer?, _ reducers: UnsafePointer<rdx_reducer>?, _ reducerCount: Int,
+    _ middleware: UnsafePointer<rdx_middleware>?, _ middlewareCount: Int,
+    _ status: UnsafeMutablePointer<rdx_status>?
+) -> OpaquePointer? {
+    constructing(status) { () throws(StoreError) in
+        let reducers = try CReducerList.check(reducers, reducerCount)
+        let middleware = try CMiddleware.check(middleware, middlewareCount)
+        let initialState = try CInput.required(initialState, "initial_state")
+        try CInput.tree(initialState, "initial_state")
+        let state = JSONCTree(adopting: try JSONCTree.deepCopy(initialState))
+        return JSONCTreeStoreHandle(
+            state: state, version: 0, reducers: reducers, middleware: middleware)
+    }
+}
+
+@c @implementation
+public func rdx_next_action(
+    _ next: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
+) -> rdx_status {
+    status { () throws(StoreError) in
+        let next = try CInput.required(next, "next")
+        let identifier = try CInput.identifier(identifier)
+        try CInput.tree(payload, "payload")
+        let link = UnsafeMutableRawPointer(next).assumingMemoryBound(to: CNextLink.self)
+        try link.pointee.pass(identifier: identifier, payload: payload)
+    }
+}
+
+@c @implementation
+public func rdx_store_dispatch_batch_json(
+    _ store: OpaquePointer?, _ actionsJSON: UnsafePointer<CChar>?
+) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let text = try CInput.required(actionsJSON, "actions_json")
+            let length = strnlen(text, StoreLimits.maximumJSONTextSize + 1)
+            let actions = try JSONInput.withParsedBatch(text, length: length) {
+                (parts) throws(StoreError) -> [any Action] in
+                var actions: [any Action] = []
+                actions.reserveCapacity(parts.count)
+                for (index, part) in parts.enumerated() {
+                    do throws(StoreError) {
+                        actions.append(
+                            try handle.makeAction(identifier: part.identifier, payload: part.payload))
+                    } catch {
+                        throw error.prefixed("[\(index)]")
+                    }
+                }
+                return actions
+            }
+            handle.dispatchBatch(actions)
+        }
+    }
+}
+
+@c @implementation
+public func rdx_store_observe_pointer(
+    _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
+    _ context: UnsafeMutableRawPointer?
+) -> UInt64 {
+    observePointer(store, pointer, observer, context, nil)
+}
+
+@c @implementation
+public func rdx_store_observe_pointer_full(
+    _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
+    _ context: UnsafeMutableRawPointer?, _ releaseContext: rdx_release_fn?
+) -> UInt64 {
+    observePointer(store, pointer, observer, context, releaseContext)
+}
+
+@c @implementation
+public func rdx_store_current_value(
+    _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?
+) -> OpaquePointer? {
+    do {
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) -> OpaquePointer? in
+            let pointer = try JSONPointerText(checking: pointer)
+            let (value, found) = try handle.currentValue(at: pointer.text)
+            guard found else {
+                throw StoreError(
+                    .invalidArgument,
+                    "pointer \"\(String(cString: pointer.text))\": no value there in the state")
+            }
+            if value == nil { LastError.set("") }
+            return value
+        }
+    } catch {
+        _ = error.record()
+        return nil
+    }
+}
+
+/// `rdx_store_observe_pointer` and `rdx_store_observe_pointer_full`.
+private func observePointer(
+    _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
+    _ context: UnsafeMutableRawPointer?, _ release: rdx_release_fn?
+) -> UInt64 {
+    do {
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let pointer = try JSONPointerText(checking: pointer)
+            let observer = try CInput.required(observer, "observer")
+            return handle.observe(
+                pointer: pointer, observer: observer, context: context, release: release
+            ).rawValue
+        }
+    } catch {
+        _ = error.record()
+        return 0
+    }
+}

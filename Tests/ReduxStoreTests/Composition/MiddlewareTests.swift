@@ -1,0 +1,207 @@
+import Dispatch
+import ReduxStore
+import ReduxStoreTestSupport
+import Testing
+
+
+@Suite("Middleware: pass, replace, drop, dispatch; order with nested dispatch")
+struct MiddlewareTests {
+    @Test("each middleware sees every action before the reducers, in the order given")
+    func order() {
+        let seen = Recorder<String>()
+        let first: Middleware<CounterState> = { _, action, next in
+            seen.append("first \(action.identifier)")
+            next(action)
+        }
+        let second: Middleware<CounterState> = { store, action, next in
+            seen.append("second \(action.identifier) at \(store.version)")
+            next(action)
+            seen.append("second after, at \(store.version)")
+        }
+        let reducer: Reducer<CounterState> = { state, action in
+            seen.append("reducer \(action.identifier)")
+            counterReducer(&state, action)
+        }
+        let store = Store(reducers: [reducer], state: CounterState(), middleware: [first, second])
+        store.dispatchAction(CounterAction.increment)
+        #expect(seen.all == [
+            "first counter.increment", "second counter.increment at 0",
+            "reducer counter.increment", "second after, at 1",
+        ])
+        #expect(store.currentState().count == 1)
+    }
+
+    @Test("a dropped action changes nothing: no reducer, no version, no notification")
+    func drop() {
+        let reducerCalls = Tally()
+        let notifications = Tally()
+        let dropAdds: Middleware<CounterState> = { _, action, next in
+            if case .add? = action as? CounterAction { return }
+            next(action)
+        }
+        let store = Store(
+            reducers: [{ state, action in reducerCalls.increment(); counterReducer(&state, action) }],
+            state: CounterState(), middleware: [dropAdds])
+        store.addObserver { _ in notifications.increment() }
+        store.dispatchAction(CounterAction.add(5))
+        #expect(store.version == 0)
+        #expect(reducerCalls.count == 0)
+        #expect(notifications.count == 0)
+        #expect(store.currentState().count == 0)
+        store.dispatchAction(CounterAction.increment)
+        #expect(store.version == 1)
+        #expect(notifications.count == 1)
+    }
+
+    @Test("a middleware may replace the action; later middleware and observers see the new one")
+    func replace() {
+        let seen = Recorder<String>()
+        let doubler: Middleware<CounterState> = { _, action, next in
+            if case .add(let amount)? = action as? CounterAction {
+                next(CounterAction.add(amount * 2))
+            } else {
+                next(action)
+            }
+        }
+        let spy: Middleware<CounterState> = { _, action, next in
+            if case .add(let amount)? = action as? CounterAction { seen.append("add \(amount)") }
+            next(action)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [doubler, spy])
+        store.addObserver { seen.append("notified \($0.version) \($0.actionIdentifier)") }
+        store.dispatchAction(CounterAction.add(21))
+        #expect(store.currentState().count == 42)
+        #expect(seen.all == ["add 42", "notified 1 counter.add"])
+    }
+
+    @Test("calling next twice applies the action twice")
+    func nextTwice() {
+        let twice: Middleware<CounterState> = { _, action, next in
+            next(action)
+            next(action)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [twice])
+        store.dispatchAction(CounterAction.increment)
+        #expect(store.version == 2)
+        #expect(store.currentState().count == 2)
+    }
+
+    @Test("an action dispatched from a middleware goes through the whole chain, and is applied first")
+    func dispatchFromMiddleware() {
+        let seen = Recorder<String>()
+        let first: Middleware<CounterState> = { _, action, next in
+            seen.append("first \(action.identifier)")
+            next(action)
+        }
+        let expander: Middleware<CounterState> = { store, action, next in
+            if case .add(let amount)? = action as? CounterAction {
+                for _ in 0..<amount { store.dispatchAction(CounterAction.increment) }
+                return
+            }
+            next(action)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [first, expander])
+        store.dispatchAction(CounterAction.add(3))
+        #expect(store.currentState().count == 3)
+        #expect(store.version == 3)
+        #expect(seen.all == [
+            "first counter.add", "first counter.increment", "first counter.increment",
+            "first counter.increment",
+        ])
+    }
+
+    @Test("a middleware reads the state through currentState() and version, also for a struct state")
+    func readsState() {
+        let seen = Recorder<Int>()
+        let reader: Middleware<CounterValue> = { store, action, next in
+            seen.append(store.currentState().count)
+            next(action)
+            seen.append(store.currentState().count)
+        }
+        let store = Store(reducers: [counterValueReducer], state: CounterValue(), middleware: [reader])
+        store.dispatchAction(CounterAction.increment)
+        store.dispatchAction(CounterAction.increment)
+        #expect(seen.all == [0, 1, 1, 2])
+    }
+
+    @Test("an action a reducer dispatches passes the chain after the current action, FIFO, before dispatch returns")
+    func nestedThroughChain() {
+        let seen = Recorder<String>()
+        let box = WeakStore<CounterState>()
+        let spy: Middleware<CounterState> = { _, action, next in
+            seen.append("middleware \(action.identifier)")
+            next(action)
+        }
+        let reducer: Reducer<CounterState> = { state, action in
+            seen.append("reducer \(action.identifier)")
+            if case .note("spawn")? = action as? CounterAction {
+                box.store?.dispatchAction(CounterAction.increment)
+                box.store?.dispatchAction(CounterAction.add(10))
+            }
+            counterReducer(&state, action)
+        }
+        let store = Store(reducers: [reducer], state: CounterState(), middleware: [spy])
+        box.store = store
+        let versions = Recorder<UInt64>()
+        store.addObserver { versions.append($0.version) }
+        store.dispatchAction(CounterAction.note("spawn"))
+        #expect(store.version == 3)
+        #expect(store.currentState().count == 11)
+        #expect(seen.all == [
+            "middleware counter.note", "reducer counter.note",
+            "middleware counter.increment", "reducer counter.increment",
+            "middleware counter.add", "reducer counter.add",
+        ])
+        #expect(versions.all == [1, 2, 3])
+    }
+
+    @Test("enqueued actions pass the middleware too")
+    func enqueued() {
+        let seen = Tally()
+        let counter: Middleware<CounterState> = { _, action, next in
+            seen.increment()
+            next(action)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [counter])
+        for _ in 0..<100 { store.enqueueAction(CounterAction.increment) }
+        store.flush()
+        #expect(seen.count == 100)
+        #expect(store.currentState().count == 100)
+    }
+
+    @Test("4 threads through a middleware: none lost, one total order")
+    func threads() {
+        let passed = Tally()
+        let counter: Middleware<CounterState> = { store, action, next in
+            _ = store.version
+            passed.increment()
+            next(action)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [counter])
+        onThreads(4) { _ in
+            for _ in 0..<2_000 { store.dispatchAction(CounterAction.increment) }
+        }
+        #expect(passed.count == 8_000)
+        #expect(store.version == 8_000)
+        #expect(store.currentState().count == 8_000)
+    }
+
+    @Test("the chain holds no reference to its store: a store with middleware is freed")
+    func noCycle() {
+        weak var weakStore: Store<CounterState>?
+        do {
+            let pass: Middleware<CounterState> = { _, action, next in next(action) }
+            let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [pass])
+            store.dispatchAction(CounterAction.increment)
+            weakStore = store
+        }
+        #expect(weakStore == nil)
+    }
+
+    @Test("a store made with an empty middleware list behaves as one without")
+    func emptyList() {
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [])
+        store.dispatchAction(CounterAction.add(2))
+        #expect(store.currentState().count == 2)
+    }
+}
