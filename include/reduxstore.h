@@ -149,10 +149,10 @@ RDX_API rdx_store *rdx_store_create(json_object *initial_state, const rdx_reduce
  * Applies an action and returns once the reducers ran and the observers were told. Borrows
  * `identifier` and `payload` (NULL: no payload). Inside a reducer of this store the action is
  * queued (its payload deep-copied) and applied right after the current one.
- * Returns RDX_OK; RDX_EINVAL for a NULL store or identifier, or an identifier that is not UTF-8;
- * RDX_ELIMIT for an identifier longer than RDX_MAX_IDENTIFIER_LENGTH or a payload nested deeper
- * than RDX_MAX_NESTING_DEPTH; RDX_EDECODE for a payload with a non-finite number, or (a Swift
- * store) a payload that does not decode into the action type registered for the identifier;
+ * Returns RDX_OK; RDX_EINVAL for a NULL store or identifier; RDX_ELIMIT for an identifier
+ * longer than RDX_MAX_IDENTIFIER_LENGTH or a payload nested deeper than RDX_MAX_NESTING_DEPTH;
+ * RDX_EDECODE for an identifier that is not UTF-8, a payload with a non-finite number, or (a
+ * Swift store) a payload that does not decode into the action type registered for the identifier;
  * RDX_ENOMEM.
  */
 RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *identifier,
@@ -335,8 +335,8 @@ RDX_API rdx_store *rdx_store_create_with_middleware(json_object *initial_state,
  * From inside a middleware: passes an action (borrowed) to the rest of the chain, which applies
  * it before this returns. Passing the middleware's own `identifier` and `payload` pointers
  * passes the action as it came; anything else is a new action (copied).
- * Returns RDX_OK; RDX_EINVAL for a NULL next or identifier, or an identifier that is not UTF-8;
- * RDX_ELIMIT and RDX_EDECODE as rdx_store_dispatch_action(); RDX_ENOMEM.
+ * Returns RDX_OK; RDX_EINVAL for a NULL next or identifier; RDX_ELIMIT and RDX_EDECODE (an
+ * identifier that is not UTF-8 among them) as rdx_store_dispatch_action(); RDX_ENOMEM.
  */
 RDX_API rdx_status rdx_next_action(rdx_next *next, const char *identifier, json_object *payload);
 

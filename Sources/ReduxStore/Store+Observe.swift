@@ -14,10 +14,12 @@ extension Store {
     /// taken) and compared with the value read before; the first comparison is with the value
     /// when the observer was added. It follows the rules of
     /// ``addObserver(forName:queue:using:)``: with no `queue` the block runs on the dispatching
-    /// thread before `dispatchAction` returns; with a `queue` calls are coalesced. Either way the
-    /// block is handed the newest value, each value change at most once, and never a value older
-    /// than one it was handed (when two threads' changes are delivered out of order, the later
-    /// delivery hands nothing). An action that opts out of notifying
+    /// thread before `dispatchAction` returns; with a `queue` calls are coalesced. Each call
+    /// hands the newest value not yet handed out, so each change is handed at most once, and a
+    /// round delivered after a newer one hands nothing. With a `queue` (one serial queue) the
+    /// values arrive in the order of the changes and the last one is the state's; without one,
+    /// calls from several dispatching threads may run at the same time and finish in any order,
+    /// as for any observer without a queue. An action that opts out of notifying
     /// (``Action/notifiesObservers``) is not compared: its change is seen by the next notifying
     /// action. A batch (``dispatchActions(_:)``) is compared once, after its last action.
     ///

@@ -119,12 +119,13 @@ struct KeyPathObserverTests {
         #expect(Set(all).count == all.count)
     }
 
-    @Test("4 threads: a key-path observer's values only grow and end at the final value")
+    @Test("4 threads, a queue: the values only grow and end at the final value")
     func threads() {
         let store = Store(reducers: [counterReducer], state: CounterState())
+        let queue = DispatchQueue(label: "keypath.threads")
         let last = Locked(0)
         let backwards = Tally()
-        store.observe(\.count) { value in
+        store.observe(\.count, queue: queue) { value in
             last.withLock { last in
                 if value <= last { backwards.increment() }
                 last = value
@@ -133,8 +134,23 @@ struct KeyPathObserverTests {
         onThreads(4) { _ in
             for _ in 0..<2_000 { store.dispatchAction(CounterAction.increment) }
         }
+        queue.sync {}
         #expect(backwards.count == 0)
         #expect(last.withLock { $0 } == 8_000)
+    }
+
+    @Test("4 threads, no queue: every call hands a value no other call handed")
+    func threadsSynchronous() {
+        let store = Store(reducers: [counterReducer], state: CounterState())
+        let values = Recorder<Int>()
+        store.observe(\.count) { values.append($0) }
+        onThreads(4) { _ in
+            for _ in 0..<2_000 { store.dispatchAction(CounterAction.increment) }
+        }
+        let all = values.all
+        #expect(Set(all).count == all.count)
+        #expect(all.contains(8_000))
+        #expect(all.allSatisfy { (1...8_000).contains($0) })
     }
 
     @Test("a key-path observer may dispatch; its own change is told after the current round")
