@@ -24,26 +24,28 @@ extension Store {
     /// box is handed to the reducers as it is.
     @usableFromInline
     package func dispatch(erased action: any Action) {
-        if applyingThread.load(ordering: .relaxed) == currentThreadID() {
+        let me = currentThreadID()
+        if applyingThread.load(ordering: .relaxed) == me {
             // From inside one of this store's reducers (this thread holds the lock).
             core.valuePointer.pointee.nested.append(action)
             return
         }
         if let middleware {
-            middleware.run(self, action) { self.reduceAndNotify($0) }
+            middleware.run(self, action) { self.reduceAndNotify($0, on: me) }
             return
         }
-        reduceAndNotify(action)
+        reduceAndNotify(action, on: me)
     }
 
     /// Applies one action that passed the middleware (if any) and notifies the observers. The
-    /// caller is outside this store's reducers.
-    private func reduceAndNotify(_ action: any Action) {
+    /// caller, thread `me`, is outside this store's reducers.
+    @inline(__always)
+    private func reduceAndNotify(_ action: any Action, on me: UInt) {
         let core = self.core.valuePointer
-        let context = ThreadContext.current
+        let context = ThreadContext.current(contextKey)
         self.core.lock()
         _checkInvariantsLocked()
-        applyingThread.store(currentThreadID(), ordering: .relaxed)
+        applyingThread.store(me, ordering: .relaxed)
         context.pointee.callbackDepth += 1
         let version = apply(action)
         publishedVersion.store(version, ordering: .releasing)
@@ -53,9 +55,25 @@ extension Store {
         }
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
-        let round = roundLocked(for: action, at: version)
+        guard core.pointee.observers.count > 0, action.notifiesObservers else {
+            self.core.unlock()
+            return
+        }
+        var selectionsChanged = false
+        if core.pointee.observers.hasSelections {
+            selectionsChanged = updateSelectionsLocked(at: version)
+            if !selectionsChanged && core.pointee.observers.onlySelecting {
+                self.core.unlock()
+                return
+            }
+        }
+        let observers = core.pointee.observers
         self.core.unlock()
-        if let round { deliver(round, context: context) }
+        deliver(
+            NotificationRound(
+                notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
+                observers: observers, selectionsChanged: selectionsChanged),
+            context: context)
     }
 
     /// Applies `actions` as one: each passes the middleware (if any) first; then those that
@@ -90,7 +108,7 @@ extension Store {
             }
         }
         guard let last = passed.last else { return }
-        let context = ThreadContext.current
+        let context = ThreadContext.current(contextKey)
         self.core.lock()
         _checkInvariantsLocked()
         applyingThread.store(currentThreadID(), ordering: .relaxed)
@@ -112,6 +130,7 @@ extension Store {
     /// FIFO; with middleware they must pass the chain, which runs user code that may read the
     /// store, so they are taken out and dispatched through it once the lock is released, FIFO,
     /// before this call returns.
+    @inline(never)
     private func finishNestedAndDeliver(
         first: NotificationRound?, context: UnsafeMutablePointer<ThreadContext>
     ) {
@@ -173,14 +192,32 @@ extension Store {
         else { return nil }
         let observers = core.valuePointer.pointee.observers
         var selectionsChanged = false
-        for entry in observers.selecting {
-            if entry.selection!.update(state: stateAddress, version: version) {
-                selectionsChanged = true
-            }
+        if observers.hasSelections {
+            selectionsChanged = updateSelectionsLocked(at: version)
+            // Only selecting observers, and none of their values changed: nobody to call.
+            if !selectionsChanged && observers.onlySelecting { return nil }
         }
         return NotificationRound(
             notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
             observers: observers, selectionsChanged: selectionsChanged)
+    }
+
+    /// Reads and compares the values of the selecting observers after the action applied as
+    /// `version`; returns whether any changed. The caller holds the lock, so the observer list
+    /// (and its selections) stay alive without references of this call's own.
+    @inline(never)
+    private func updateSelectionsLocked(at version: UInt64) -> Bool {
+        let list = Unmanaged.passUnretained(core.valuePointer.pointee.observers)
+        return list._withUnsafeGuaranteedRef { observers in
+            observers.selecting.withUnsafeBufferPointer { selections in
+                var changed = false
+                for index in selections.indices
+                where selections[index].update(state: stateAddress, version: version) {
+                    changed = true
+                }
+                return changed
+            }
+        }
     }
 
     /// Runs the reducers for one action and counts it; returns its version. The caller holds the

@@ -11,7 +11,10 @@ extension Store {
     /// ```
     ///
     /// The value is read under the store's lock after each notifying action (no snapshot is
-    /// taken) and compared with the value read before; the first comparison is with the value
+    /// taken) and compared with the value read before. For a struct state and a path of stored
+    /// properties (`\.settings.limit`) the read is a load at a fixed offset; a path through a
+    /// class or a computed property is applied as a key path, which costs more (see the README's
+    /// Performance section). The first comparison is with the value
     /// when the observer was added. It follows the rules of
     /// ``addObserver(forName:queue:using:)``: with no `queue` the block runs on the dispatching
     /// thread before `dispatchAction` returns; with a `queue` calls are coalesced. Each call
@@ -31,15 +34,37 @@ extension Store {
     ///   - block: called with each new value.
     /// - Returns: the token for ``removeObserver(_:)``.
     @discardableResult
+    @inlinable
     public func observe<Value: Equatable & Sendable>(
         _ keyPath: KeyPath<State, Value> & Sendable,
         queue: DispatchQueue? = nil,
         using block: @escaping @Sendable (Value) -> Void
     ) -> ObserverToken {
-        let selection = KeyPathSelection(keyPath)
-        let newest = selection.newest
+        // Inlinable, so the reading and comparing below is specialized in the caller's module.
+        // A path of stored properties of a struct is an offset into the state: read there, it
+        // costs a load; any other path is applied as a key path, which costs a call into the
+        // runtime's unspecialized code (about 400 instructions; README, Performance).
+        let offset = MemoryLayout<State>.offset(of: keyPath)
+        let box = SelectedValueBox<Value>()
+        let selection = StateSelection(
+            compare: { state in
+                let value =
+                    if let offset {
+                        UnsafeRawPointer(state).load(fromByteOffset: offset, as: Value.self)
+                    } else {
+                        state.assumingMemoryBound(to: State.self).pointee[keyPath: keyPath]
+                    }
+                guard let last = box.last else {
+                    box.last = value
+                    return false
+                }
+                if value == last { return false }
+                box.last = value
+                return true
+            },
+            current: { box.last! })
         return addObserver(named: .stateDidChange, queue: queue, onRelease: nil, selection: selection) { _ in
-            if let value = newest.withLock({ $0.take() }) { block(value) }
+            if let value = selection.takeNewest()?.value as? Value { block(value) }
         }
     }
 }

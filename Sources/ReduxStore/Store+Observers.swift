@@ -69,11 +69,12 @@ extension Store {
     ///   store.
     ///   - selection: for an observer of a value in the state: it is called only for the
     ///     actions that changed that value (see ``StateSelection``).
+    @usableFromInline
     package func addObserver(
         named name: StoreNotification.Name?,
         queue: DispatchQueue?,
         onRelease: (@Sendable () -> Void)?,
-        selection: (any StateSelection)? = nil,
+        selection: StateSelection? = nil,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         withCoreLocked { core, insideReducer in

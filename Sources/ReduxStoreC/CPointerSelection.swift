@@ -31,33 +31,25 @@ final class JSONPointerText: @unchecked Sendable {
     deinit { free(text) }
 }
 
-/// One `rdx_store_observe_pointer` registration: the pointer, and the version of the newest
-/// change not yet told to the observer, shared by the selection (which sets it under the store's
-/// lock) and the observer's call (which takes it).
-final class PointerObservation: Sendable {
+/// The value at a JSON Pointer of a store's state, as `rdx_store_observe_pointer` selects it: a
+/// deep copy compared with `json_object_equal` after each notifying action.
+final class PointerValue<State: Codable>: @unchecked Sendable {
+    // @unchecked: touched only by the store holding its lock (the selection's closures).
     let pointer: JSONPointerText
-    let newest = Locked(SelectedValue<UInt64>())
-
-    init(pointer: JSONPointerText) { self.pointer = pointer }
-}
-
-/// The selection of `rdx_store_observe_pointer`: the value at a JSON Pointer of the state, kept
-/// as a deep copy and compared with `json_object_equal` after each notifying action.
-final class JSONPointerSelection<State: Codable>: StateSelection, @unchecked Sendable {
-    // @unchecked: `last` and `started` are touched only by the store holding its lock; `newest`
-    // is behind its own lock; `pointer` is immutable.
-    let observation: PointerObservation
-    /// The value read last: a deep copy this selection owns (`nil` for JSON null or absent).
+    /// The value read last: a deep copy this object owns (`nil` for JSON null or absent).
     private var last: OpaquePointer?
     /// Whether the value read last was there at all.
     private var lastFound = false
     private var started = false
 
-    init(_ observation: PointerObservation) {
-        self.observation = observation
-    }
+    init(pointer: JSONPointerText) { self.pointer = pointer }
 
     deinit { json_object_put(last) }
+
+    /// The selection the store runs: reads and compares this value.
+    var selection: StateSelection {
+        StateSelection(compare: { [self] state in compare(state) }, current: { () })
+    }
 
     /// Runs `body` with the state as a json-c tree: a C store's own tree (borrowed), or a Swift
     /// state encoded for the call.
@@ -70,38 +62,25 @@ final class JSONPointerSelection<State: Codable>: StateSelection, @unchecked Sen
         return try body(root)
     }
 
-    func start(state: UnsafeMutableRawPointer) {
-        _ = read(state)
-        started = true
-    }
-
-    func update(state: UnsafeMutableRawPointer, version: UInt64) -> Bool {
-        guard started else {
-            start(state: state)
-            return false
-        }
-        guard read(state) else { return false }
-        observation.newest.withLock { $0.set(version, at: version) }
-        return true
-    }
-
-    /// Reads the value and keeps a copy if it differs from the one kept; returns whether it
-    /// did. A state that cannot be encoded, or memory running out, counts as no change.
-    private func read(_ state: UnsafeMutableRawPointer) -> Bool {
+    /// Reads the value and keeps a copy if it differs from the one kept: `true` when it did
+    /// (never for the first read). A state that cannot be encoded, or memory running out,
+    /// counts as no change.
+    private func compare(_ state: UnsafeMutableRawPointer) -> Bool {
         let state = state.assumingMemoryBound(to: State.self)
-        let result = try? Self.withTree(of: state.pointee) { (root) throws(StoreError) -> Bool in
+        let changed = try? Self.withTree(of: state.pointee) { (root) throws(StoreError) -> Bool in
             var node: OpaquePointer?
-            let found = json_pointer_get(root, observation.pointer.text, &node) == 0
-            if found == lastFound && (!found || json_object_equal(node, last) != 0) {
+            let found = json_pointer_get(root, pointer.text, &node) == 0
+            if started && found == lastFound && (!found || json_object_equal(node, last) != 0) {
                 return false
             }
             let copy = found ? try JSONCTree.deepCopy(node) : nil
             json_object_put(last)
             last = copy
             lastFound = found
-            return true
+            defer { started = true }
+            return started
         }
-        return result ?? false
+        return changed ?? false
     }
 }
 
@@ -111,12 +90,14 @@ struct CPointerObserverCall: @unchecked Sendable {
     let function: rdx_observer_fn
     let context: UnsafeMutableRawPointer?
     let handle: CStoreHandle
-    let observation: PointerObservation
+    let pointer: JSONPointerText
+    let selection: StateSelection
 
-    /// Calls the observer if its value changed since it was last called.
+    /// Calls the observer if its value changed since it was last called, with the version of
+    /// that change.
     func callAsFunction() {
-        guard let version = observation.newest.withLock({ $0.take() }) else { return }
+        guard let (_, version) = selection.takeNewest() else { return }
         let store = OpaquePointer(Unmanaged.passUnretained(handle).toOpaque())
-        function(store, observation.pointer.text, version, context)
+        function(store, pointer.text, version, context)
     }
 }

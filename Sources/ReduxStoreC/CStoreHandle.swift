@@ -53,6 +53,11 @@ class CStoreHandle: @unchecked Sendable {
         preconditionFailure("every kind of C store overrides \(#function)")
     }
 
+    /// The selection of the value at `pointer` in this store's state.
+    func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
+        preconditionFailure("every kind of C store overrides \(#function)")
+    }
+
     /// A NEW json-c tree of the value at `pointer` in the state; `found` false when absent.
     func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
         -> (value: OpaquePointer?, found: Bool)
@@ -72,7 +77,7 @@ class CStoreHandle: @unchecked Sendable {
 
     func addStoreObserver(
         name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
-        selecting observation: PointerObservation?,
+        selecting selection: StateSelection?,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken { preconditionFailure("every kind of C store overrides \(#function)") }
 
@@ -193,14 +198,15 @@ class CStoreHandle: @unchecked Sendable {
         pointer: JSONPointerText, observer: @escaping rdx_observer_fn,
         context: UnsafeMutableRawPointer?, release: rdx_release_fn?
     ) -> ObserverToken {
-        let observation = PointerObservation(pointer: pointer)
+        let selection = makeSelection(pointer)
         let call = CPointerObserverCall(
-            function: observer, context: context, handle: self, observation: observation)
+            function: observer, context: context, handle: self, pointer: pointer,
+            selection: selection)
         let onRelease = release.map { release in
             CContextRelease(function: release, context: context).callAsFunction
         }
         let token = addStoreObserver(
-            name: .stateDidChange, onRelease: onRelease, selecting: observation
+            name: .stateDidChange, onRelease: onRelease, selecting: selection
         ) {
             _ in call()
         }
@@ -269,12 +275,16 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
 
     override func addStoreObserver(
         name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
-        selecting observation: PointerObservation?,
+        selecting selection: StateSelection?,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         store.addObserver(
             named: name, queue: nil, onRelease: onRelease,
-            selection: observation.map { JSONPointerSelection<State>($0) }, using: block)
+            selection: selection, using: block)
+    }
+
+    override func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
+        PointerValue<State>(pointer: pointer).selection
     }
 
     override func dispatchBatch(_ actions: [any Action]) {
@@ -287,7 +297,7 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
         -> (value: OpaquePointer?, found: Bool)
     {
         try store.withLockedState { (state, _) throws(StoreError) in
-            try JSONPointerSelection<State>.withTree(of: state) { (root) throws(StoreError) in
+            try PointerValue<State>.withTree(of: state) { (root) throws(StoreError) in
                 var node: OpaquePointer?
                 guard json_pointer_get(root, pointer, &node) == 0 else { return (nil, false) }
                 return (try JSONCTree.deepCopy(node), true)

@@ -30,6 +30,7 @@ let benchmarks: @Sendable () -> Void = {
     registerMemoryBenchmarks()
     registerCBenchmarks()
     registerContentionBenchmarks()
+    registerCompositionBenchmarks()
     registerOverheadBenchmark()
 }
 

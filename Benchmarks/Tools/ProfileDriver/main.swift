@@ -1,6 +1,7 @@
 // ProfileDriver: one benchmark workload in a plain loop, to profile under
 // `valgrind --tool=callgrind` (perf has no hardware counters on this machine).
-//   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10 [count]
+//   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
+//                 |gauge-o0|keypath-unchanged|middleware-pass [count]
 // (plain-o1: the benchmarks' plain baseline store, Benchmarks/ReduxStoreBenchmarks/PlainStore.swift)
 import CJSONC
 import CReduxStoreAPI
@@ -78,6 +79,16 @@ case "hand":
 case "dispatch-o0", "dispatch-o1":
     let store = Store(reducers: [add], state: Counter())
     if workload == "dispatch-o1" { store.addObserver { note in sink(note.version) } }
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "keypath-unchanged", "gauge-o0":
+    struct Gauge: Codable, Sendable { var count = 0; var limit = 100 }
+    let store = Store(reducers: [{ state, action in
+        if let add = action as? Increment { state.count &+= add.amount }
+    }], state: Gauge())
+    if workload == "keypath-unchanged" { store.observe(\.limit) { sink($0) } }
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "middleware-pass":
+    let store = Store(reducers: [add], state: Counter(), middleware: [{ _, action, next in next(action) }])
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "plain-o1":
     let store = PlainStore(reducers: [add], state: Counter())

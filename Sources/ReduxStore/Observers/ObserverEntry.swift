@@ -32,7 +32,7 @@ final class ObserverEntry: @unchecked Sendable {
     /// For an observer of a value in the state: reads and compares that value under the store's
     /// lock; the observer is called only for rounds in which some selected value changed (its
     /// block then checks its own).
-    let selection: (any StateSelection)?
+    let selection: StateSelection?
     /// Runs once, from deinit, when the observer can never be called again.
     let onRelease: (@Sendable () -> Void)?
     /// The first version this observer hears: it is not told of actions applied before it was
@@ -61,7 +61,7 @@ final class ObserverEntry: @unchecked Sendable {
 
     init(
         name: StoreNotification.Name?, queue: DispatchQueue?, firstVersion: UInt64,
-        onRelease: (@Sendable () -> Void)?, selection: (any StateSelection)? = nil,
+        onRelease: (@Sendable () -> Void)?, selection: StateSelection? = nil,
         block: @escaping @Sendable (StoreNotification) -> Void
     ) {
         self.selection = selection
@@ -84,7 +84,7 @@ final class ObserverEntry: @unchecked Sendable {
     @inline(__always)
     func wants(_ notification: StoreNotification, selectionsChanged: Bool) -> Bool {
         guard notification.version >= firstVersion else { return false }
-        if selection != nil && !selectionsChanged { return false }
+        if !selectionsChanged && selection != nil { return false }
         if notification.isStateDidChange { return name == nil || listensToStateDidChange }
         return name == nil || name == notification.name
     }

@@ -4,13 +4,20 @@
 /// ``ObserverEntry``).
 final class ObserverList: Sendable {
     let entries: [ObserverEntry]
-    /// The entries that select a value from the state (key-path and JSON Pointer observers),
-    /// whose values a dispatch updates under the lock; empty for most stores.
-    let selecting: [ObserverEntry]
+    /// The selections of the observers that select a value from the state (key-path and JSON
+    /// Pointer observers), which a dispatch updates under the lock; empty for most stores.
+    let selecting: [StateSelection]
+    /// Whether ``selecting`` is not empty: tested first, so a dispatch to a store without
+    /// selecting observers touches no second array.
+    let hasSelections: Bool
+    /// Whether every observer selects a value (then a round where none changed calls nobody).
+    let onlySelecting: Bool
 
     init(_ entries: [ObserverEntry]) {
         self.entries = entries
-        self.selecting = entries.filter { $0.selection != nil }
+        self.selecting = entries.compactMap(\.selection)
+        self.hasSelections = !selecting.isEmpty
+        self.onlySelecting = selecting.count == entries.count
     }
 
     static let empty = ObserverList([])

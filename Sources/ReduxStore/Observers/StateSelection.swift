@@ -2,24 +2,66 @@
 /// and compared under the store's lock after each notifying action, so the observer is called
 /// only when it changed, and no snapshot is taken.
 ///
+/// One final class, not generic, so a dispatch calls it without generic metadata or a protocol
+/// witness. The reading and comparing is a closure made where the state's and the value's types
+/// are known: ``Store/observe(_:queue:using:)`` is inlinable, so its closure is specialized in the
+/// caller's module (unspecialized, the same work cost about 1,300 instructions per action, most
+/// of them generic metadata lookups); the C face makes one for JSON Pointers.
+///
 /// The store calls ``start(state:)`` and ``update(state:version:)`` holding its lock, on the
-/// state's address (a pointer to the stored `State`); nothing else may touch what they keep
-/// between calls. What the observer is handed is kept apart, behind a lock of the selection's
-/// own, because it is read after the store's lock is released.
-package protocol StateSelection: AnyObject, Sendable {
+/// state's address (a pointer to the stored `State`); what `compare` keeps between calls is
+/// touched only then. What the observer is handed is kept apart, behind a lock of its own,
+/// because it is taken after the store's lock is released.
+@usableFromInline
+package final class StateSelection: @unchecked Sendable {
+    // @unchecked: `compare` and `current` touch their captures only under the store's lock;
+    // `newest` is behind its own lock.
+
+    /// Reads the value (the caller holds the store's lock) and compares it with the last one
+    /// read: `true` when it changed. The first read keeps the value and returns `false`.
+    private let compare: (UnsafeMutableRawPointer) -> Bool
+    /// The last value read, boxed for the observer (called only after a change).
+    private let current: () -> any Sendable
+    private let newest = Locked(SelectedValue<any Sendable>())
+
+    @usableFromInline
+    package init(
+        compare: @escaping (UnsafeMutableRawPointer) -> Bool,
+        current: @escaping () -> any Sendable
+    ) {
+        self.compare = compare
+        self.current = current
+    }
+
     /// Reads the value of the state at rest, when the observer is added outside a reducer.
-    func start(state: UnsafeMutableRawPointer)
+    @usableFromInline
+    package func start(state: UnsafeMutableRawPointer) {
+        _ = compare(state)
+    }
 
     /// Reads the value after the action applied as `version` and compares it with the last one
     /// read. When it differs, keeps it as the newest for the observer and returns `true`. When
     /// no value was read yet (the observer was added inside a reducer), keeps it as the last
     /// one read and returns `false`.
-    func update(state: UnsafeMutableRawPointer, version: UInt64) -> Bool
+    @inline(__always)
+    package func update(state: UnsafeMutableRawPointer, version: UInt64) -> Bool {
+        guard compare(state) else { return false }
+        let value = current()
+        newest.withLock { $0.set(value, at: version) }
+        return true
+    }
+
+    /// The value to hand the observer now and the version it changed at, if it changed since
+    /// it was last handed one.
+    @usableFromInline
+    package func takeNewest() -> (value: any Sendable, version: UInt64)? {
+        newest.withLock { $0.take() }
+    }
 }
 
 /// The newest value of a selection not yet handed to its observer, and the version it changed
 /// at: a round delivered late (another thread's dispatch delivered first) hands nothing rather
-/// than an older value, so an observer never sees a value go back.
+/// than an older value.
 package struct SelectedValue<Value> {
     private var value: Value?
     private var version: UInt64 = 0
@@ -33,46 +75,21 @@ package struct SelectedValue<Value> {
         self.version = version
     }
 
-    /// The newest value if it was not handed out yet.
-    package mutating func take() -> Value? {
-        guard version > delivered else { return nil }
+    /// The newest value and its version, if it was not handed out yet.
+    package mutating func take() -> (value: Value, version: UInt64)? {
+        guard version > delivered, let value else { return nil }
         delivered = version
-        return value
+        return (value, version)
     }
 }
 
-/// The selection of ``Store/observe(_:queue:using:)``: the value at a key path of the state.
-final class KeyPathSelection<State, Value: Equatable & Sendable>: StateSelection, @unchecked Sendable {
-    // @unchecked: `last` is touched only by the store holding its lock; `newest` is behind its
-    // own lock; the key path is immutable and Sendable.
-    private let keyPath: KeyPath<State, Value> & Sendable
-    /// The value read last (under the store's lock); `nil` until the first read.
-    private var last: Value?
-    /// What the observer is handed next; the observer's block holds it too.
-    let newest = Locked(SelectedValue<Value>())
+/// The last value a key-path observer read, touched only under the store's lock.
+@usableFromInline
+package final class SelectedValueBox<Value>: @unchecked Sendable {
+    // @unchecked: see above. `@exclusivity(unchecked)`: the store's lock already keeps accesses
+    // apart; the run-time check cost a call per access.
+    @exclusivity(unchecked) @usableFromInline package var last: Value?
 
-    init(_ keyPath: KeyPath<State, Value> & Sendable) {
-        self.keyPath = keyPath
-    }
-
-    @inline(__always)
-    private func read(_ state: UnsafeMutableRawPointer) -> Value {
-        state.assumingMemoryBound(to: State.self).pointee[keyPath: keyPath]
-    }
-
-    func start(state: UnsafeMutableRawPointer) {
-        last = read(state)
-    }
-
-    func update(state: UnsafeMutableRawPointer, version: UInt64) -> Bool {
-        let value = read(state)
-        guard let last else {
-            self.last = value
-            return false
-        }
-        guard value != last else { return false }
-        self.last = value
-        newest.withLock { $0.set(value, at: version) }
-        return true
-    }
+    @inlinable
+    package init() {}
 }

@@ -32,13 +32,18 @@ struct ThreadContext {
 
     /// This thread's context, created on first use and freed when the thread exits. The pointer
     /// stays valid for the life of the thread.
-    static var current: UnsafeMutablePointer<ThreadContext> {
-        if let raw = pthread_getspecific(threadContextKey) {
+    static var current: UnsafeMutablePointer<ThreadContext> { current(threadContextKey) }
+
+    /// ``current``, given the key: a caller that keeps a copy of ``threadContextKey`` (a store
+    /// does) skips the check that the global was initialized, on every dispatch.
+    @inline(__always)
+    static func current(_ key: pthread_key_t) -> UnsafeMutablePointer<ThreadContext> {
+        if let raw = pthread_getspecific(key) {
             return raw.assumingMemoryBound(to: ThreadContext.self)
         }
         let context = UnsafeMutablePointer<ThreadContext>.allocate(capacity: 1)
         context.initialize(to: ThreadContext())
-        pthread_setspecific(threadContextKey, context)
+        pthread_setspecific(key, context)
         return context
     }
 

@@ -1,0 +1,56 @@
+import Logging
+import ReduxStore
+import ReduxStoreTestSupport
+import Testing
+
+// The README's "Composition" examples, as written there, so they keep compiling and doing what
+// the README says.
+
+private struct Todos: Codable, Sendable {
+    var todos: [String] = []
+    var cursor = 0
+}
+
+private struct AddTodo: Action { let identifier = "todo.add"; var title: String }
+
+private struct CursorMoved: Action {
+    let identifier = "cursor.moved"
+    var position: Int
+    var notifiesObservers: Bool { false }
+}
+
+private let todosReducer: Reducer<Todos> = { state, action in
+    if let add = action as? AddTodo { state.todos.append(add.title) }
+    if let move = action as? CursorMoved { state.cursor = move.position }
+}
+
+@Suite("The README's composition examples")
+struct ReadmeCompositionTests {
+    @Test("middleware, batches, observing one value, an action that does not notify")
+    func examples() {
+        let dropEmpty: Middleware<Todos> = { store, action, next in
+            if let add = action as? AddTodo, add.title.isEmpty { return }   // dropped
+            next(action)                                                     // passed on
+        }
+        let store = Store(reducers: [todosReducer], state: Todos(), middleware: [dropEmpty])
+        store.dispatchAction(AddTodo(title: ""))       // nothing happens: no reducer, no version
+        #expect(store.version == 0)
+        store.dispatchAction(AddTodo(title: "milk"))   // applied: version 1
+        #expect(store.version == 1)
+
+        let counts = Recorder<Int>()
+        let token = store.observe(\.todos.count) { count in counts.append(count) }
+        store.dispatchActions([AddTodo(title: "eggs"), AddTodo(title: "bread")])
+        #expect(store.version == 3)
+        #expect(counts.all == [3])
+        store.dispatchAction(CursorMoved(position: 2))
+        #expect(store.version == 4)
+        #expect(store.currentState().cursor == 2)
+        #expect(store.removeObserver(token))
+
+        let logging = LoggingMiddleware(label: "app.store", level: .info)
+        let logged = Store(reducers: [todosReducer], state: Todos(), middleware: [logging.middleware()])
+        logged.dispatchAction(AddTodo(title: "x"))
+        #expect(logged.currentState().todos == ["x"])
+    }
+}
