@@ -15,6 +15,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // swift-log, for LoggingMiddleware.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // `swift package generate-documentation`: the DocC catalog in Sources/ReduxStore.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // json-c, found through pkg-config; Debian's libjson-c-dev provides it.

@@ -30,6 +30,8 @@ extension Store {
     /// Two threads starting an autosave at once leave exactly one running: the later one.
     ///
     /// - Parameters:
+    ///   - path: the file to save to (see ``save(to:)`` for what a save does).
+    ///   - policy: when to save.
     ///   - onError: called when a save of this autosave fails, on the thread that made it: the
     ///     background queue, or the caller of ``flushAutosave()``, ``stopAutosave()`` or
     ///     `startAutosave`, the exiting thread, the thread that freed the store. It may call

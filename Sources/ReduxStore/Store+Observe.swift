@@ -50,7 +50,7 @@ extension Store {
             compare: { state in
                 let value =
                     if let offset {
-                        UnsafeRawPointer(state).load(fromByteOffset: offset, as: Value.self)
+                        (state + offset).assumingMemoryBound(to: Value.self).pointee
                     } else {
                         state.assumingMemoryBound(to: State.self).pointee[keyPath: keyPath]
                     }

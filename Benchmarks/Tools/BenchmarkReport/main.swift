@@ -235,6 +235,17 @@ if let mallocs = figures["c.dispatch.payload"]?.mallocsPerOperation {
     goals.append(Goal(goal: "4", measure: "heap allocations per C dispatch with a payload (no text made)",
                       value: mallocs, target: "0", met: mallocs == 0))
 }
+// 9. Composition: a key-path observer whose value did not change, over the same store without it
+// (a difference in nanoseconds, not a ratio); middleware and batches for reference.
+if let observed = p50("composition.keypath.unchanged"), let plain = p50("composition.gauge.o0") {
+    let extra = observed - plain
+    goals.append(Goal(goal: "9", measure: "key-path observer of an unchanged value: extra ns per action over the same store without it",
+                      value: extra, target: "≤ 10 ns", met: extra <= 10))
+}
+ratio("9", "dispatch through one pass-through middleware ÷ dispatch without (counter, 1 reducer, 0 observers)",
+      "composition.middleware.pass1", "dispatch.store.counter.r1.o0", atMost: 2.5)
+ratio("9", "one action of a batch of 10 ÷ one dispatch (counter, 1 reducer, 1 observer)",
+      "composition.batch10", "dispatch.store.counter.r1.o1", atMost: 1.0)
 // 5. Snapshot memory.
 for size in [10, 1_000, 100_000] {
     if let peak = figures["memory.store.todos\(size)"]?.peakExtraBytes,
@@ -293,7 +304,8 @@ func bytes(_ value: Double?) -> String {
 var markdown = "| goal | measure | measured | target | met |\n|---|---|---|---|---|\n"
 for goal in goals {
     let value = goal.measure.hasPrefix("heap allocations") ? String(format: "%.3f", goal.value)
-        : goal.goal == "6" ? String(format: "%.0f s", goal.value) : format(goal.value) + "×"
+        : goal.goal == "6" ? String(format: "%.0f s", goal.value)
+        : goal.target.hasSuffix("ns") ? String(format: "%.1f ns", goal.value) : format(goal.value) + "×"
     markdown += "| \(goal.goal) | \(goal.measure) | \(value) | \(goal.target) | \(goal.met ? "yes" : "**no**") |\n"
 }
 markdown += "\n| benchmark | per | p50 | p99 | allocations | samples |\n|---|---|---|---|---|---|\n"

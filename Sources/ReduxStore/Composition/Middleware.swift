@@ -15,32 +15,42 @@ public typealias Middleware<State: Codable> =
     @Sendable (_ store: Store<State>, _ action: any Action, _ next: (any Action) -> Void) -> Void
 
 /// A store's middleware, erased so that the dispatch path names no type that depends on the
-/// state; `nil` in a store without middleware.
+/// state (no generic metadata per action); `nil` in a store without middleware.
 package final class MiddlewareChain: @unchecked Sendable {
-    // @unchecked: `run` is immutable and holds only the middleware, which are `@Sendable`
-    // (and the state's type, which `make` names).
+    // @unchecked: immutable; holds only the middleware, which are `@Sendable`.
 
-    /// Runs `action` through the chain for `store`; what reaches the end goes to `final`.
-    package let run: (_ store: AnyObject, _ action: any Action, _ final: (any Action) -> Void) -> Void
+    /// One middleware, taking the store as an object (the store passes itself: the chain holds no
+    /// reference to it, so there is no cycle).
+    package typealias Erased = (_ store: AnyObject, _ action: any Action, _ next: (any Action) -> Void) -> Void
 
-    private init(run: @escaping (AnyObject, any Action, (any Action) -> Void) -> Void) {
-        self.run = run
+    private let middleware: [Erased]
+
+    private init(_ middleware: [Erased]) {
+        self.middleware = middleware
     }
 
     /// The chain of `middleware`, in order; `nil` for none.
     package static func make<State: Codable>(_ middleware: [Middleware<State>]) -> MiddlewareChain? {
         guard !middleware.isEmpty else { return nil }
-        return MiddlewareChain { store, action, final in
-            // The store passes itself: the chain holds no reference to it (no cycle).
-            let store = unsafeDowncast(store, to: Store<State>.self)
-            func step(_ index: Int, _ action: any Action) {
-                guard index < middleware.count else {
-                    final(action)
-                    return
-                }
-                middleware[index](store, action) { next in step(index + 1, next) }
+        return MiddlewareChain(middleware.map { middleware in
+            { store, action, next in
+                middleware(unsafeDowncast(store, to: Store<State>.self), action, next)
             }
-            step(0, action)
+        })
+    }
+
+    /// Runs `action` through the chain from the middleware at `index` for `store`; what reaches
+    /// the end goes to `final`.
+    package func run(
+        _ store: AnyObject, _ action: any Action, from index: Int = 0,
+        final: (any Action) -> Void
+    ) {
+        guard index < middleware.count else {
+            final(action)
+            return
+        }
+        middleware[index](store, action) { next in
+            run(store, next, from: index + 1, final: final)
         }
     }
 }

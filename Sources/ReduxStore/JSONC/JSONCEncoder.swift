@@ -88,8 +88,10 @@ public struct JSONCEncoder: Sendable {
 
     /// Encodes `value` and prints it as JSON text with json-c's printer.
     ///
-    /// - Parameter pretty: `false` (the default) for compact text, `true` for text indented by
-    ///   two spaces. Object keys keep the order in which they were encoded; `/` is not escaped.
+    /// - Parameters:
+    ///   - value: the value to encode.
+    ///   - pretty: `false` (the default) for compact text, `true` for text indented by two
+    ///     spaces. Object keys keep the order in which they were encoded; `/` is not escaped.
     /// - Returns: the text; `"null"` for a value that encodes to `null`.
     /// - Throws: ``StoreError`` of kind ``StoreError/Kind/encode`` for a value that cannot be
     ///   encoded (message `path: reason`), ``StoreError/Kind/limit`` for nesting deeper than

@@ -10,6 +10,9 @@ final class ObserverList: Sendable {
     /// Whether ``selecting`` is not empty: tested first, so a dispatch to a store without
     /// selecting observers touches no second array.
     let hasSelections: Bool
+    /// The selection when there is exactly one (the common case), unretained: ``selecting``
+    /// holds it. Updating it costs no array walk and no reference counting.
+    let onlySelection: Unmanaged<StateSelection>?
     /// Whether every observer selects a value (then a round where none changed calls nobody).
     let onlySelecting: Bool
 
@@ -17,6 +20,7 @@ final class ObserverList: Sendable {
         self.entries = entries
         self.selecting = entries.compactMap(\.selection)
         self.hasSelections = !selecting.isEmpty
+        self.onlySelection = selecting.count == 1 ? Unmanaged.passUnretained(selecting[0]) : nil
         self.onlySelecting = selecting.count == entries.count
     }
 

@@ -53,4 +53,31 @@ struct ReadmeCompositionTests {
         logged.dispatchAction(AddTodo(title: "x"))
         #expect(logged.currentState().todos == ["x"])
     }
+
+    @Test("effects and streams of states")
+    func effects() async throws {
+        let store = Store(reducers: [todosReducer], state: Todos(todos: ["a"]))
+        // Apply each action of an async sequence as it arrives; cancel the task to stop.
+        let ticks = AsyncStream<AddTodo> { continuation in
+            continuation.yield(AddTodo(title: "from a stream"))
+            continuation.finish()
+        }
+        try await store.dispatch(contentsOf: ticks).value
+
+        // Run async work that dispatches (a thunk); its error reaches `task.value`.
+        let task = store.dispatch { store in
+            try await Task.sleep(nanoseconds: 1_000_000)
+            store.dispatchAction(AddTodo(title: "later"))
+        }
+        try await task.value
+
+        store.dispatchAction(AddTodo(title: "fourth"))
+        // Snapshots as an async sequence: the state now, then the newest after changes.
+        var counts: [Int] = []
+        for await state in store.states() {
+            counts.append(state.todos.count)
+            if state.todos.count >= 4 { break }
+        }
+        #expect(counts == [4])
+    }
 }
