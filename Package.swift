@@ -69,6 +69,12 @@ let package = Package(
             dependencies: ["ReduxStore"],
             path: "Tests/AutosaveExitCheck"
         ),
+        // A process the journal's crash test kills with SIGKILL while it writes.
+        .executableTarget(
+            name: "reduxstore-journal-kill-check",
+            dependencies: ["ReduxStore"],
+            path: "Tests/JournalKillCheck"
+        ),
         // libFuzzer harnesses (scripts/fuzz builds them with -sanitize=fuzzer,address and
         // -DFUZZING). Built plainly, each replays the files of the folders it is given instead.
         // Their shared entry point:

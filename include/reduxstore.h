@@ -48,6 +48,7 @@
 #ifndef REDUXSTORE_H
 #define REDUXSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <json-c/json.h>
@@ -381,6 +382,29 @@ RDX_API uint64_t rdx_store_observe_pointer_full(rdx_store *store, const char *po
  * rdx_store_current_state(), or for a NULL or malformed pointer.
  */
 RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *pointer);
+
+/* ---- Inspection: the journal ------------------------------------------------------------- */
+
+/*
+ * Records every applied action of `store` in the journal file at `path` (borrowed), as JSON
+ * Lines, off the dispatch path (a queue and a writer thread of the journal's own):
+ *   {"version":N,"identifier":"...","payload":...,"time":"2026-11-22T10:00:00.000Z"}
+ * with "batch":F on the actions of a batch (F: its first version), and, when `record_patches` is
+ * true, "patch":[...], the action's RFC 6902 patch (a snapshot and a diff per action). Lines are
+ * appended; a torn last line left by a crash is cut off first. The file rotates at 64 MiB
+ * (path.1, path.2, ... up to path.8). A journal already running is stopped first. A full queue
+ * (65,536 entries) makes the dispatching thread wait, after the store's lock is released.
+ * Returns RDX_OK; RDX_EINVAL for a NULL store or path, or a call from inside a reducer; RDX_EIO
+ * when the file cannot be opened or is not a regular file.
+ */
+RDX_API rdx_status rdx_store_start_journal(rdx_store *store, const char *path, bool record_patches);
+
+/*
+ * Stops the journal: every entry recorded so far is written, the file closed. Does nothing when
+ * no journal runs. The last rdx_store_release() stops it too. Returns RDX_OK; RDX_EINVAL for a
+ * NULL store.
+ */
+RDX_API rdx_status rdx_store_stop_journal(rdx_store *store);
 
 #ifdef __cplusplus
 }

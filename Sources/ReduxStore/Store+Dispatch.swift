@@ -49,7 +49,9 @@ extension Store {
         context.pointee.callbackDepth += 1
         let version = apply(action)
         publishedVersion.store(version, ordering: .releasing)
-        if !core.pointee.nested.isEmpty {
+        if !core.pointee.nested.isEmpty || core.pointee.recorder != nil {
+            // Actions the reducers dispatched, or a recorder that may need this thread to wait
+            // (a full journal queue): off the fast path.
             finishNestedAndDeliver(first: roundLocked(for: action, at: version), context: context)
             return
         }
@@ -115,8 +117,9 @@ extension Store {
         context.pointee.callbackDepth += 1
         var version: UInt64 = 0
         var notifies = false
+        let first = core.valuePointer.pointee.version &+ 1
         for action in passed {
-            version = apply(action)
+            version = apply(action, batch: passed.count > 1 ? first : nil)
             notifies = notifies || action.notifiesObservers
         }
         publishedVersion.store(version, ordering: .releasing)
@@ -146,8 +149,9 @@ extension Store {
                 if let batch = action as? ActionBatch {
                     var version: UInt64 = 0
                     var notifies = false
+                    let first = core.pointee.version &+ 1
                     for action in batch.actions {
-                        version = apply(action)
+                        version = apply(action, batch: batch.actions.count > 1 ? first : nil)
                         notifies = notifies || action.notifiesObservers
                     }
                     publishedVersion.store(version, ordering: .releasing)
@@ -168,7 +172,9 @@ extension Store {
         }
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
+        let journalToWaitFor = core.pointee.recorder?.takeJournalToWaitFor()
         self.core.unlock()
+        journalToWaitFor?.waitForRoom()
         if !rounds.isEmpty { deliver(rounds, context: context) }
         for action in deferred {
             if let batch = action as? ActionBatch {
@@ -229,11 +235,53 @@ extension Store {
     /// Runs the reducers for one action and counts it; returns its version. The caller holds the
     /// lock and publishes the version once the actions it applies as one are all applied.
     @inline(__always)
-    private func apply(_ action: any Action) -> UInt64 {
+    private func apply(_ action: any Action, batch: UInt64? = nil) -> UInt64 {
         let core = self.core.valuePointer
         reduce(stateAddress, action)
         core.pointee.version &+= 1
+        if let recorder = core.pointee.recorder {
+            recordLocked(action, at: core.pointee.version, batch: batch, in: recorder)
+        }
         return core.pointee.version
+    }
+}
+
+extension Store {
+    /// Replaces the state with `newState` as one applied action (``restore(version:)``): a new
+    /// version, recorded, and notified as `"RDXRestore"` to ``StoreNotification/Name/stateDidChange``
+    /// observers and with ``StoreNotification/restoredVersion`` to
+    /// ``StoreNotification/Name/stateDidRestore`` observers. The caller is outside the reducers.
+    func applyReplacingState(with newState: State, restoredFrom: UInt64) {
+        let core = self.core.valuePointer
+        let context = ThreadContext.current(contextKey)
+        self.core.lock()
+        _checkInvariantsLocked()
+        applyingThread.store(currentThreadID(), ordering: .relaxed)
+        context.pointee.callbackDepth += 1
+        state.pointee = newState
+        core.pointee.version &+= 1
+        let version = core.pointee.version
+        let action = RestoreAction(from: restoredFrom)
+        if let recorder = core.pointee.recorder {
+            recordLocked(action, at: version, batch: nil, in: recorder)
+        }
+        publishedVersion.store(version, ordering: .releasing)
+        let first = roundLocked(for: action, at: version)
+        // Then the restore's own notification, to its observers.
+        let restoredRound = core.pointee.observers.count > 0
+            ? NotificationRound(
+                notification: StoreNotification(
+                    name: .stateDidRestore, version: version, actionIdentifier: action.identifier,
+                    restoredVersion: restoredFrom),
+                observers: core.pointee.observers, selectionsChanged: false)
+            : nil
+        context.pointee.callbackDepth -= 1
+        applyingThread.store(0, ordering: .relaxed)
+        let journalToWaitFor = core.pointee.recorder?.takeJournalToWaitFor()
+        self.core.unlock()
+        journalToWaitFor?.waitForRoom()
+        let rounds = [first, restoredRound].compactMap { $0 }
+        if !rounds.isEmpty { deliver(rounds, context: context) }
     }
 }
 

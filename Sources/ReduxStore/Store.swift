@@ -157,6 +157,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     deinit {
         finishAutosaveAtDeinit()
+        stopJournalAtDeinit()
         // The observer list goes with the core: each observer is released once no delivery
         // holds it (its release handler runs, so an async sequence of notifications ends).
         state.deinitialize(count: 1)
@@ -192,6 +193,9 @@ struct StoreCore {
     var tape: SnapshotTape?
     var tapeVersion: UInt64 = .max
     let encoder: SnapshotEncoder
+    /// What each applied action is also recorded in (``Store/startJournal(at:options:)``,
+    /// ``Store/keepHistory(_:)``); `nil` for most stores, so a dispatch tests one field.
+    var recorder: Recorder?
 
     init(version: UInt64, encoder: SnapshotEncoder) {
         self.version = version

@@ -7,16 +7,20 @@ public struct StoreNotification: Sendable, Hashable {
     public let version: UInt64
     /// The identifier of the action that was applied.
     public let actionIdentifier: String
+    /// For ``Name/stateDidRestore``: the version whose state was restored
+    /// (``Store/restore(version:)``); `nil` otherwise.
+    public let restoredVersion: UInt64?
     /// The name unless it is ``Name/stateDidChange`` (then `nil`): the notification a dispatch
     /// makes holds no name string, so making, copying and matching it costs no string
     /// reference counting and no string comparison.
     private let customName: Name?
 
     /// Creates a notification value (the store makes them; tests and adapters may too).
-    public init(name: Name, version: UInt64, actionIdentifier: String) {
+    public init(name: Name, version: UInt64, actionIdentifier: String, restoredVersion: UInt64? = nil) {
         self.customName = name
         self.version = version
         self.actionIdentifier = actionIdentifier
+        self.restoredVersion = restoredVersion
     }
 
     /// A ``Name/stateDidChange`` notification, as a dispatch makes it.
@@ -25,6 +29,7 @@ public struct StoreNotification: Sendable, Hashable {
         self.customName = nil
         self.version = version
         self.actionIdentifier = actionIdentifier
+        self.restoredVersion = nil
     }
 
     /// Whether this is a ``Name/stateDidChange`` notification as a dispatch makes it (no string
@@ -36,7 +41,7 @@ public struct StoreNotification: Sendable, Hashable {
     // Equal and hashed by the name, whichever way it is held.
     public static func == (lhs: StoreNotification, rhs: StoreNotification) -> Bool {
         lhs.version == rhs.version && lhs.actionIdentifier == rhs.actionIdentifier
-            && lhs.name == rhs.name
+            && lhs.restoredVersion == rhs.restoredVersion && lhs.name == rhs.name
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -57,6 +62,9 @@ public struct StoreNotification: Sendable, Hashable {
 extension StoreNotification.Name {
     /// Posted after each applied action: `"RDXStateDidChangeNotification"`.
     public static let stateDidChange = StoreNotification.Name("RDXStateDidChangeNotification")
+    /// Posted after ``Store/restore(version:)``: `"RDXStateDidRestoreNotification"`, with
+    /// ``StoreNotification/restoredVersion``.
+    public static let stateDidRestore = StoreNotification.Name("RDXStateDidRestoreNotification")
 }
 
 /// Identifies one observer registration. Pass it to ``Store/removeObserver(_:)``; dropping it does

@@ -68,3 +68,15 @@ extension Action {
         self as? CAction
     }
 }
+
+extension CAction: JournalRecordable {
+    /// The action owning copies of its identifier and payload (itself if it already does): a
+    /// journal writes it after the dispatch returned. If memory runs out, the identifier alone.
+    func ownedForJournal() -> any Action {
+        if storage != nil { return self }
+        return (try? CAction(copying: identifierPointer, payload: payload))
+            ?? JSONAction(identifier: identifier)
+    }
+
+    var journalPayload: OpaquePointer? { payload }
+}

@@ -53,6 +53,13 @@ class CStoreHandle: @unchecked Sendable {
         preconditionFailure("every kind of C store overrides \(#function)")
     }
 
+    /// ``Store/startJournal(at:options:)`` and ``Store/stopJournal()``.
+    func startJournal(at path: String, recordPatches: Bool) throws(StoreError) {
+        preconditionFailure("every kind of C store overrides \(#function)")
+    }
+
+    func stopJournal() { preconditionFailure("every kind of C store overrides \(#function)") }
+
     /// The selection of the value at `pointer` in this store's state.
     func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
         preconditionFailure("every kind of C store overrides \(#function)")
@@ -282,6 +289,14 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
             named: name, queue: nil, onRelease: onRelease,
             selection: selection, using: block)
     }
+
+    override func startJournal(at path: String, recordPatches: Bool) throws(StoreError) {
+        var options = JournalOptions()
+        options.recordPatches = recordPatches
+        try store.startJournal(at: path, options: options)
+    }
+
+    override func stopJournal() { store.stopJournal() }
 
     override func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
         PointerValue<State>(pointer: pointer).selection

@@ -4,33 +4,9 @@ import ReduxStore
 import Glibc
 #endif
 
-/// The typed Swift actions a Swift store accepts from C, by identifier.
-///
-/// When C dispatches an action whose identifier is registered here, its payload is decoded
-/// straight from the json-c tree into the registered type (the payload holds the type's
-/// properties). Any other identifier reaches the reducers as a ``JSONAction``.
-///
-/// ```swift
-/// struct AddTodo: Action, Decodable {
-///     var title: String
-///     var identifier: String { "todo.add" }
-/// }
-/// var actions = CActionTypes()
-/// actions.register(AddTodo.self, for: "todo.add")
-/// let handle = store.makeCStore(actions: actions)   // an rdx_store * for C
-/// ```
-public struct CActionTypes: Sendable {
-    typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
-
-    var decoders: [String: Decode] = [:]
-
-    public init() {}
-
-    /// Decodes payloads of actions named `identifier` into `type`.
-    public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
-        decoders[identifier] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
-    }
-}
+/// The registry of typed actions C payloads are decoded into: ``ActionTypes``, by its name
+/// before it moved to the core (where replay and the journal reader use it too).
+public typealias CActionTypes = ActionTypes
 
 extension Store {
     /// Hands C a handle on this store: an `rdx_store *` with one reference, which C releases
@@ -42,16 +18,16 @@ extension Store {
     ///
     /// - Parameter actions: the typed actions payloads are decoded into, by identifier.
     /// - Returns: the `rdx_store *`, as Swift imports the C type.
-    public func makeCStore(actions: CActionTypes = CActionTypes()) -> OpaquePointer {
+    public func makeCStore(actions: ActionTypes = ActionTypes()) -> OpaquePointer {
         SwiftStoreHandle(store: self, actions: actions).openedPointer()
     }
 }
 
 /// A Swift store reached from C.
 final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sendable {
-    let actions: CActionTypes
+    let actions: ActionTypes
 
-    init(store: Store<State>, actions: CActionTypes) {
+    init(store: Store<State>, actions: ActionTypes) {
         self.actions = actions
         super.init(store: store)
     }
@@ -80,7 +56,7 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
                 from: UnsafeRawBufferPointer(start: identifier, count: length))
             return length
         }
-        if !actions.decoders.isEmpty, let decode = actions.decoders[name] {
+        if let decode = actions.decoder(for: name) {
             do {
                 return try decode(payload)
             } catch {

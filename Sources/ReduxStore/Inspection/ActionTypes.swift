@@ -1,0 +1,40 @@
+/// The typed actions a store can rebuild from JSON, by identifier: one registry for the C face
+/// (payloads C dispatches), replay (a journal's entries) and the journal reader.
+///
+/// ```swift
+/// struct AddTodo: Action, Codable {
+///     var title: String
+///     var identifier: String { "todo.add" }
+/// }
+/// var actions = ActionTypes()
+/// actions.register(AddTodo.self, for: "todo.add")
+/// ```
+///
+/// A registered identifier's payload (the action's encoded properties) is decoded into the
+/// registered type; any other identifier becomes a ``JSONAction`` carrying the payload.
+public struct ActionTypes: Sendable {
+    /// Decodes an action from its payload as a json-c tree (borrowed; NULL: no payload).
+    package typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
+
+    private var decoders: [String: Decode] = [:]
+
+    public init() {}
+
+    /// Decodes payloads of actions named `identifier` into `type`.
+    public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
+        decoders[identifier] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
+    }
+
+    /// Whether no type is registered.
+    package var isEmpty: Bool { decoders.isEmpty }
+
+    /// The decoder registered for `identifier`.
+    package func decoder(for identifier: String) -> Decode? {
+        decoders.isEmpty ? nil : decoders[identifier]
+    }
+
+    /// Whether a type is registered for `identifier`.
+    public func isRegistered(_ identifier: String) -> Bool {
+        decoders[identifier] != nil
+    }
+}

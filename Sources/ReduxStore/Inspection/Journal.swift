@@ -1,0 +1,357 @@
+internal import CJSONC
+import DequeModule
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a store's journal records (``Store/startJournal(at:options:)``).
+public struct JournalOptions: Sendable {
+    /// What a dispatch does when the journal's queue is full.
+    public enum Overflow: Sendable, Equatable {
+        /// The dispatching thread waits (after releasing the store's lock) until the writer has
+        /// room: nothing is lost, and dispatch slows to the disk's pace.
+        case block
+        /// The entry is dropped and counted (``Store/journalDroppedEntries``): dispatch never
+        /// waits, and the journal has a gap, which replay reports.
+        case drop
+    }
+
+    /// Whether each entry also carries the action's RFC 6902 patch (the change it made to the
+    /// state), so the state at any version can be rebuilt without the reducers. Costs a
+    /// snapshot and a diff per action. `false` by default.
+    public var recordPatches = false
+    /// The size in bytes past which the journal file is rotated: `journal` becomes `journal.1`,
+    /// `journal.1` becomes `journal.2`, and so on. 64 MiB by default.
+    public var maximumFileSize = 64 << 20
+    /// How many rotated files are kept besides the current one; older ones are deleted. 8 by
+    /// default.
+    public var maximumFiles = 8
+    /// How many entries may wait for the writer before ``overflow`` applies. 65,536 by default.
+    public var queueCapacity = 65_536
+    /// What a full queue does. ``Overflow/block`` by default.
+    public var overflow = Overflow.block
+
+    public init() {}
+}
+
+/// One applied action, as the journal keeps it until the writer writes it.
+struct JournalEntry: @unchecked Sendable {
+    // @unchecked: `action` is Sendable; `patch` is a json-c tree this entry owns.
+    let version: UInt64
+    /// The action, owning what it holds (a C action's payload is copied when recorded).
+    let action: any Action
+    let time: timespec
+    /// The version of the first action of the batch this action belongs to, if any.
+    let batch: UInt64?
+    /// The action's patch, printed (with ``JournalOptions/recordPatches``).
+    let patch: String?
+}
+
+/// An action that can say what to record for it, beyond what the journal knows how to encode
+/// (``JSONAction``'s payload, an `Encodable` action's properties): the C face's actions.
+package protocol JournalRecordable: Action {
+    /// A copy of the action that owns what it holds, to keep past the dispatch.
+    func ownedForJournal() -> any Action
+    /// The payload as a json-c tree (borrowed from the action), or NULL for none.
+    var journalPayload: OpaquePointer? { get }
+}
+
+/// A running journal: a bounded queue the dispatch path appends to under the store's lock, and a
+/// thread that writes the entries as JSON Lines and rotates the files.
+final class Journal: @unchecked Sendable {
+    // @unchecked: every mutable field is behind `state`'s lock or touched by the writer thread
+    // only (`file`, `size`).
+    let path: String
+    let options: JournalOptions
+    private struct Shared {
+        var pending: Deque<JournalEntry> = []
+        var stopping = false
+        var stopped = false
+        var dropped = 0
+        /// The highest version the writer has written.
+        var written: UInt64 = 0
+        var lastError: StoreError?
+    }
+    private let state = Locked(Shared())
+    private var file: Int32 = -1
+    private var size = 0
+    private var thread = pthread_t()
+
+    init(path: String, options: JournalOptions) throws(StoreError) {
+        guard options.maximumFileSize > 0, options.maximumFiles >= 0, options.queueCapacity > 0 else {
+            throw StoreError(
+                .invalidArgument,
+                "journal options: maximumFileSize and queueCapacity must be positive, maximumFiles not negative")
+        }
+        self.path = path
+        self.options = options
+        try open()
+        let box = Unmanaged.passRetained(self).toOpaque()
+        let status = pthread_create(&thread, nil, { raw in
+            let journal = Unmanaged<Journal>.fromOpaque(raw!).takeRetainedValue()
+            journal.run()
+            return nil
+        }, box)
+        guard status == 0 else {
+            Unmanaged<Journal>.fromOpaque(box).release()
+            closeFile()
+            throw StoreError(.io, "journal \(path): could not start its writer thread (\(status))")
+        }
+    }
+
+    // MARK: The dispatch side (under the store's lock)
+
+    /// Appends an entry. Returns whether the dispatcher must wait for room once it released the
+    /// store's lock (``Overflow/block`` and a full queue).
+    func append(_ entry: JournalEntry) -> Bool {
+        state.withLock { shared in
+            if shared.pending.count >= options.queueCapacity && options.overflow == .drop {
+                shared.dropped += 1
+                return false
+            }
+            shared.pending.append(entry)
+            if shared.pending.count == 1 { state.broadcast() }
+            return shared.pending.count > options.queueCapacity
+        }
+    }
+
+    /// Waits until the queue is back within its capacity (or the journal stopped). The caller
+    /// holds no store lock.
+    func waitForRoom() {
+        state.lock()
+        while state.valuePointer.pointee.pending.count > options.queueCapacity,
+              !state.valuePointer.pointee.stopped {
+            state.wait()
+        }
+        state.unlock()
+    }
+
+    var droppedEntries: Int { state.withLock { $0.dropped } }
+    var lastError: StoreError? { state.withLock { $0.lastError } }
+
+    /// Writes everything queued, stops the writer and closes the file. Idempotent.
+    func stop() {
+        let join = state.withLock { shared -> Bool in
+            if shared.stopping { return false }
+            shared.stopping = true
+            state.broadcast()
+            return true
+        }
+        if join { pthread_join(thread, nil) }
+        state.lock()
+        while !state.valuePointer.pointee.stopped { state.wait() }
+        state.unlock()
+    }
+
+    // MARK: The writer thread
+
+    private func run() {
+        while true {
+            state.lock()
+            while state.valuePointer.pointee.pending.isEmpty && !state.valuePointer.pointee.stopping {
+                state.wait()
+            }
+            let batch = Array(state.valuePointer.pointee.pending)
+            state.valuePointer.pointee.pending.removeAll(keepingCapacity: true)
+            let stopping = state.valuePointer.pointee.stopping
+            state.broadcast()  // room for blocked dispatchers
+            state.unlock()
+            if !batch.isEmpty { write(batch) }
+            if stopping && batch.isEmpty { break }
+        }
+        closeFile()
+        state.withLock { shared in
+            shared.stopped = true
+            state.broadcast()
+        }
+    }
+
+    /// Writes the entries' lines so that a crash, SIGKILL included, never leaves half a line:
+    /// Linux may cut a write to a file short only between pages when a fatal signal arrives, so
+    /// every write stays within one page of the file. A line that would cross into the next page
+    /// starts on it instead: the previous line is padded with spaces (JSON allows them) to the
+    /// page's end, in one write within that page. Only a line longer than a page spans pages,
+    /// and a crash may cut it (a journal started on the file cuts it off; replay reports it).
+    private func write(_ entries: [JournalEntry]) {
+        var lines: [[UInt8]] = []
+        var total = 0
+        for entry in entries {
+            var line = Array(Self.line(for: entry).utf8)
+            line.append(0x0A)
+            total += line.count
+            lines.append(line)
+        }
+        do throws(StoreError) {
+            if size > 0 && size + total > options.maximumFileSize { try rotate() }
+            var chunk: [UInt8] = []
+            chunk.reserveCapacity(Self.page)
+            for line in lines {
+                let room = Self.page - (size + chunk.count) % Self.page
+                if line.count <= room {
+                    chunk += line
+                    if line.count == room { try flush(&chunk) }
+                    continue
+                }
+                try flush(&chunk)
+                if line.count <= Self.page {
+                    try padToPage()
+                    chunk += line
+                    if chunk.count == Self.page { try flush(&chunk) }
+                } else {
+                    try writeAt(size, line)
+                }
+            }
+            try flush(&chunk)
+            state.withLock { $0.written = entries.last!.version }
+        } catch {
+            state.withLock { $0.lastError = error }
+        }
+    }
+
+    /// The size of a page of the file, as the kernel copies writes.
+    private static let page = 4096
+
+    private func flush(_ chunk: inout [UInt8]) throws(StoreError) {
+        guard !chunk.isEmpty else { return }
+        try writeAt(size, chunk)
+        chunk.removeAll(keepingCapacity: true)
+    }
+
+    /// Pads the file's last line with spaces to the end of its page (its newline moves there),
+    /// in one write within that page.
+    private func padToPage() throws(StoreError) {
+        let room = (Self.page - size % Self.page) % Self.page
+        guard room > 0, size > 0 else { return }
+        var padding = [UInt8](repeating: 0x20, count: room + 1)
+        padding[room] = 0x0A
+        try writeAt(size - 1, padding)
+    }
+
+    /// One JSON line: `{"version":N,"identifier":"…","payload":…,"time":"…"}`, and
+    /// `"batch":F` for an action of a batch (F: the batch's first version), `"typed":true` for
+    /// an action whose payload is a typed action's properties (replay needs its type
+    /// registered), `"replayable":false` for an action the journal cannot record, `"patch":[…]`.
+    static func line(for entry: JournalEntry) -> String {
+        var line = "{\"version\":\(entry.version),\"identifier\":"
+        line += Self.quoted(entry.action.identifier)
+        switch Self.payload(of: entry.action) {
+        case .none: break
+        case .json(let text): line += ",\"payload\":" + text
+        case .typed(let text): line += ",\"payload\":" + text + ",\"typed\":true"
+        case .notReplayable: line += ",\"replayable\":false"
+        }
+        line += ",\"time\":\"" + Self.timestamp(entry.time) + "\""
+        if let batch = entry.batch { line += ",\"batch\":\(batch)" }
+        if let patch = entry.patch { line += ",\"patch\":" + patch }
+        line += "}"
+        return line
+    }
+
+    private enum Payload { case none, json(String), typed(String), notReplayable }
+
+    private static func payload(of action: any Action) -> Payload {
+        if let action = action as? JSONAction {
+            guard let payload = action.payload else { return .none }
+            return (try? JSONCEncoder().encodeToJSONString(payload)).map(Payload.json) ?? .notReplayable
+        }
+        if let action = action as? any JournalRecordable {
+            guard let tree = action.journalPayload else { return .none }
+            return (try? JSONCText.print(tree)).map(Payload.json) ?? .notReplayable
+        }
+        if let action = action as? any Encodable {
+            return (try? JSONCEncoder().encodeToJSONString(action)).map(Payload.typed) ?? .notReplayable
+        }
+        return .notReplayable
+    }
+
+    static func quoted(_ text: String) -> String {
+        (try? JSONCEncoder().encodeToJSONString(text)) ?? "\"\""
+    }
+
+    /// `2026-11-22T10:00:00.000Z`
+    static func timestamp(_ time: timespec) -> String {
+        var seconds = time.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let milliseconds = Int(time.tv_nsec / 1_000_000)
+        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+    }
+
+    // MARK: Files
+
+    /// Opens (appending to) the journal file. A last line left torn by a crash is cut off first,
+    /// so every line in the file is whole.
+    private func open() throws(StoreError) {
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw StoreError(.io, "journal \(path): cannot open: \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            _ = close(fd)
+            throw StoreError(.io, "journal \(path): not a regular file")
+        }
+        var length = Int(info.st_size)
+        if length > 0 {
+            // Cut a torn last line (no newline at the end) back to the last newline.
+            let reader = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            if reader >= 0 {
+                defer { _ = close(reader) }
+                var byte: UInt8 = 0
+                var end = length
+                while end > 0, pread(reader, &byte, 1, off_t(end - 1)) == 1, byte != 0x0A { end -= 1 }
+                if end != length {
+                    _ = ftruncate(fd, off_t(end))
+                    length = end
+                }
+            }
+        }
+        file = fd
+        size = length
+    }
+
+    private func closeFile() {
+        if file >= 0 {
+            _ = fsync(file)
+            _ = close(file)
+            file = -1
+        }
+    }
+
+    /// `journal` → `journal.1` → … → `journal.<maximumFiles>` (the last one deleted).
+    private func rotate() throws(StoreError) {
+        closeFile()
+        if options.maximumFiles == 0 {
+            _ = unlink(path)
+        } else {
+            _ = unlink("\(path).\(options.maximumFiles)")
+            var index = options.maximumFiles - 1
+            while index >= 1 {
+                _ = rename("\(path).\(index)", "\(path).\(index + 1)")
+                index -= 1
+            }
+            _ = rename(path, "\(path).1")
+        }
+        try open()
+    }
+
+    /// Writes `bytes` at `offset` (the file's end, or inside its last page), and moves the
+    /// file's size past them.
+    private func writeAt(_ offset: Int, _ bytes: [UInt8]) throws(StoreError) {
+        var done = 0
+        while done < bytes.count {
+            let written = bytes.withUnsafeBytes {
+                pwrite(file, $0.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw StoreError(.io, "journal \(path): write failed: \(String(cString: strerror(errno)))")
+            }
+            done += written
+        }
+        size = max(size, offset + bytes.count)
+    }
+}

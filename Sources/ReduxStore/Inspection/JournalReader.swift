@@ -1,0 +1,147 @@
+internal import CJSONC
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One line of a journal, read back (see ``Store/startJournal(at:options:)`` for the format).
+package struct JournalLine: @unchecked Sendable {
+    // @unchecked: `payload` and `patch` are json-c trees owned by `root`, freed with it.
+    package let version: UInt64
+    package let identifier: String
+    /// The payload, borrowed from the parsed line; NULL for none (or JSON null).
+    package let payload: OpaquePointer?
+    package let hasPayload: Bool
+    /// A typed action's properties: replay needs the type registered.
+    package let typed: Bool
+    package let replayable: Bool
+    /// The batch's first version, for an action of a batch.
+    package let batch: UInt64?
+    /// `"time"` as written.
+    package let time: String
+    /// The patch, borrowed from the parsed line; NULL when not recorded.
+    package let patch: OpaquePointer?
+    /// Where the line is, for messages: `journal.1:17`.
+    package let place: String
+    let root: JSONCTreeOwner
+}
+
+/// Owns a parsed line's tree.
+final class JSONCTreeOwner: @unchecked Sendable {
+    let tree: OpaquePointer?
+    init(_ tree: OpaquePointer?) { self.tree = tree }
+    deinit { json_object_put(tree) }
+}
+
+/// Reads a journal: its rotated files oldest first (`journal.N` … `journal.1`), then `journal`.
+package enum JournalReader {
+    /// The files of the journal at `path` that exist, oldest first.
+    package static func files(of path: String) -> [String] {
+        var rotated: [String] = []
+        var index = 1
+        var info = stat()
+        while stat("\(path).\(index)", &info) == 0 {
+            rotated.append("\(path).\(index)")
+            index += 1
+        }
+        var files = Array(rotated.reversed())
+        if stat(path, &info) == 0 { files.append(path) }
+        return files
+    }
+
+    /// Calls `body` with each line of the journal, in order, checked: each line a JSON object
+    /// with a whole-number `version`, a string `identifier` and a string `time`; versions
+    /// contiguous (each one more than the last), never going back; the last line of the last
+    /// file ending with a newline (else it is torn). Errors name the file and line.
+    package static func read(
+        _ path: String, _ body: (JournalLine) throws(StoreError) -> Bool
+    ) throws(StoreError) {
+        let files = files(of: path)
+        guard !files.isEmpty else {
+            throw StoreError(.io, "journal \(path): no such file")
+        }
+        var previous: UInt64?
+        for (fileIndex, file) in files.enumerated() {
+            let bytes: [UInt8]
+            switch try RegularFile.read(file, maximumSize: Int.max / 2) {
+            case .bytes(let read): bytes = read
+            case .larger(let bound): throw StoreError(.io, "\(file): larger than \(bound) bytes")
+            }
+            let name = file.split(separator: "/").last.map(String.init) ?? file
+            var lineNumber = 0
+            var start = 0
+            while start < bytes.count {
+                lineNumber += 1
+                let end = bytes[start...].firstIndex(of: 0x0A)
+                let place = "\(name):\(lineNumber)"
+                guard let end else {
+                    throw StoreError(
+                        .corrupt,
+                        "\(place): the last line is torn (no newline at its end: the writer was stopped mid-line)"
+                            + (fileIndex == files.count - 1 ? "" : ""))
+                }
+                let line = try parse(bytes, start, end, place: place)
+                if let previous {
+                    if line.version <= previous {
+                        throw StoreError(.corrupt, "\(place): version \(line.version) goes back (after \(previous))")
+                    }
+                    if line.version != previous + 1 {
+                        throw StoreError(
+                            .corrupt,
+                            "\(place): version \(line.version) follows \(previous): a gap of \(line.version - previous - 1) entries")
+                    }
+                }
+                previous = line.version
+                if try !body(line) { return }
+                start = end + 1
+            }
+        }
+    }
+
+    private static func parse(_ bytes: [UInt8], _ start: Int, _ end: Int, place: String) throws(StoreError)
+        -> JournalLine
+    {
+        let tree = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) -> OpaquePointer? in
+            do throws(StoreError) {
+                return try JSONCText.parse(
+                    UnsafeRawPointer(buffer.baseAddress! + start).assumingMemoryBound(to: CChar.self),
+                    length: end - start)
+            } catch {
+                throw StoreError(error.kind, "\(place): \(error.message)")
+            }
+        }
+        let owner = JSONCTreeOwner(tree)
+        guard let tree, json_object_get_type(tree) == json_type_object else {
+            throw StoreError(.corrupt, "\(place): expected a JSON object")
+        }
+        func member(_ key: String) -> (found: Bool, value: OpaquePointer?) {
+            var value: OpaquePointer?
+            let found = json_object_object_get_ex(tree, key, &value) != 0
+            return (found, value)
+        }
+        let version = member("version").value
+        guard json_object_get_type(version) == json_type_int, json_object_get_int64(version) >= 0 else {
+            throw StoreError(.corrupt, "\(place): \"version\" is missing or not a whole number")
+        }
+        let identifier = member("identifier").value
+        guard json_object_get_type(identifier) == json_type_string else {
+            throw StoreError(.corrupt, "\(place): \"identifier\" is missing or not a string")
+        }
+        let time = member("time").value
+        guard json_object_get_type(time) == json_type_string else {
+            throw StoreError(.corrupt, "\(place): \"time\" is missing or not a string")
+        }
+        let payload = member("payload")
+        let batch = member("batch").value
+        let patch = member("patch")
+        return JournalLine(
+            version: UInt64(json_object_get_int64(version)),
+            identifier: String(cString: json_object_get_string(identifier)),
+            payload: payload.value, hasPayload: payload.found,
+            typed: json_object_get_boolean(member("typed").value) != 0,
+            replayable: !(member("replayable").found && json_object_get_boolean(member("replayable").value) == 0),
+            batch: json_object_get_type(batch) == json_type_int ? UInt64(json_object_get_int64(batch)) : nil,
+            time: String(cString: json_object_get_string(time)),
+            patch: patch.found ? patch.value : nil,
+            place: place, root: owner)
+    }
+}

@@ -1,0 +1,76 @@
+extension Store {
+    /// Keeps the snapshots of the last `count` versions, for ``restore(version:)``: the current
+    /// version's from now on, and each later version's as it is applied.
+    ///
+    /// Memory: `count` encoded snapshot tapes (about the size of the state's JSON text each, see
+    /// the README's Performance section), not live copies; each applied action costs one snapshot
+    /// encode. `keepHistory(0)` turns it off and frees the tapes; a smaller count drops the oldest.
+    public func keepHistory(_ count: Int) {
+        withCoreLocked { core, insideReducer in
+            let recorder = core.pointee.recorder ?? Recorder()
+            if count <= 0 {
+                recorder.history = nil
+            } else if let history = recorder.history {
+                recorder.history = history.limit == count ? history : history.trim(to: count)
+            } else {
+                let history = History(limit: count)
+                // The version now (at rest; inside a reducer the state is being changed).
+                if !insideReducer || readableInsideReducer {
+                    let tape = SnapshotTape()
+                    if (try? core.pointee.encoder.encode(state.pointee, into: tape)) != nil {
+                        history.append(core.pointee.version, tape)
+                    }
+                }
+                recorder.history = history
+            }
+            core.pointee.recorder = recorder.isEmpty ? nil : recorder
+        }
+    }
+
+    /// The state of `version` if the history keeps it (for tests and tools).
+    package func historyState(at version: UInt64) -> State? {
+        guard let tape = withCoreLocked({ core, _ in core.pointee.recorder?.history?.tape(at: version) })
+        else { return nil }
+        return try? SnapshotDecoder.decode(State.self, from: tape)
+    }
+
+    /// The versions whose snapshots the history keeps, oldest first.
+    public var historyVersions: [UInt64] {
+        withCoreLocked { core, _ in core.pointee.recorder?.history?.versions.map(\.version) ?? [] }
+    }
+
+    /// Makes the state equal to that of `version` (kept by ``keepHistory(_:)``), as a new
+    /// version: versions only grow. Observers of ``StoreNotification/Name/stateDidChange`` hear
+    /// of it as of an action named `"RDXRestore"`, and observers of
+    /// ``StoreNotification/Name/stateDidRestore`` get a notification whose
+    /// ``StoreNotification/restoredVersion`` is `version`. A journal records it as a
+    /// `"RDXRestore"` line (not replayable; its patch, with patches on, says what changed).
+    ///
+    /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer, or for a version the
+    ///   history does not keep (the message names the versions it keeps).
+    public func restore(version: UInt64) throws(StoreError) {
+        if isInsideReducer {
+            throw StoreError(.invalidArgument, "restore(version:) inside a reducer: restore before or after the action")
+        }
+        let tape = try withCoreLocked { (core, _) throws(StoreError) -> SnapshotTape in
+            guard let history = core.pointee.recorder?.history else {
+                throw StoreError(.invalidArgument, "restore(version: \(version)): no history is kept (keepHistory(_:))")
+            }
+            guard let tape = history.tape(at: version) else {
+                let kept = history.versions.map(\.version)
+                let range = kept.isEmpty ? "none" : "\(kept.first!)–\(kept.last!)"
+                throw StoreError(.invalidArgument, "restore(version: \(version)): not in the history (kept: \(range))")
+            }
+            return tape
+        }
+        let restored = try SnapshotDecoder.decode(State.self, from: tape)
+        applyReplacingState(with: restored, restoredFrom: version)
+    }
+}
+
+/// What a restore is recorded as in a journal: not `Encodable`, so it is marked as not
+/// replayable. Never reaches a reducer.
+struct RestoreAction: Action {
+    let from: UInt64
+    var identifier: String { "RDXRestore" }
+}

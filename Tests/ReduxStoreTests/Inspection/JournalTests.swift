@@ -1,0 +1,347 @@
+import Foundation
+import ReduxStore
+import ReduxStoreTestSupport
+import Testing
+
+/// A typed, journaled action.
+private struct Add: Action, Codable, Equatable {
+    var amount: Int
+    var identifier: String { "add" }
+}
+
+/// An action the journal cannot record (not Encodable, not a JSONAction).
+private struct Opaque: Action {
+    var identifier: String { "opaque" }
+}
+
+/// A state the random test drives: a list, a counter and a map.
+private struct Model: Codable, Equatable, Sendable {
+    var total = 0
+    var items: [String] = []
+    var tags: [String: Int] = [:]
+}
+
+private let modelReducer: Reducer<Model> = { state, action in
+    if let add = action as? Add {
+        state.total += add.amount
+        return
+    }
+    guard let action = action as? JSONAction else { return }
+    switch action.identifier {
+    case "push":
+        if case .string(let text)? = action.payload { state.items.append(text) }
+    case "pop":
+        if !state.items.isEmpty { state.items.removeLast() }
+    case "tag":
+        if case .object(let object)? = action.payload, case .string(let key)? = object["key"],
+           case .int(let value)? = object["value"] {
+            state.tags[key] = Int(value)
+        }
+    default: break
+    }
+}
+
+private func lines(_ path: String) -> [[String: Any]] {
+    guard let text = readText(path) else { return [] }
+    return text.split(separator: "\n").compactMap {
+        try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+    }
+}
+
+private var typedActions: ActionTypes {
+    var actions = ActionTypes()
+    actions.register(Add.self, for: "add")
+    return actions
+}
+
+@Suite("Journal: JSON Lines of every applied action; replay; time travel")
+struct JournalTests {
+    @Test("each applied action is one line: version, identifier, payload, time; typed and batch marks")
+    func lineFormat() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        try store.startJournal(at: path)
+        store.dispatchAction(Add(amount: 2))
+        store.dispatchAction(JSONAction(identifier: "push", payload: "milk"))
+        store.dispatchAction(JSONAction(identifier: "pop"))
+        store.dispatchActions([Add(amount: 1), Add(amount: 1)])
+        store.dispatchAction(Opaque())
+        store.stopJournal()
+        store.stopJournal()  // idempotent
+        let entries = lines(path)
+        #expect(entries.count == 6)
+        #expect(entries.map { $0["version"] as? Int } == [1, 2, 3, 4, 5, 6])
+        #expect(entries.map { $0["identifier"] as? String } == ["add", "push", "pop", "add", "add", "opaque"])
+        #expect((entries[0]["payload"] as? [String: Any])?["amount"] as? Int == 2)
+        #expect(entries[0]["typed"] as? Bool == true)
+        #expect(entries[1]["payload"] as? String == "milk")
+        #expect(entries[1]["typed"] == nil)
+        #expect(entries[2]["payload"] == nil)
+        #expect(entries[3]["batch"] as? Int == 4)
+        #expect(entries[4]["batch"] as? Int == 4)
+        #expect(entries[5]["replayable"] as? Bool == false)
+        let time = try #require(entries[0]["time"] as? String)
+        #expect(time.count == 24 && time.hasSuffix("Z") && time.contains("T"))
+        // Nothing is recorded after the journal stopped.
+        store.dispatchAction(Add(amount: 1))
+        #expect(lines(path).count == 6)
+    }
+
+    @Test("replay rebuilds the state at any version, batches as batches")
+    func replay() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        store.keepHistory(100)
+        try store.startJournal(at: path)
+        for index in 0..<30 {
+            switch index % 3 {
+            case 0: store.dispatchAction(Add(amount: index))
+            case 1: store.dispatchAction(JSONAction(identifier: "push", payload: .string("item \(index)")))
+            default: store.dispatchActions([
+                JSONAction(identifier: "tag", payload: ["key": .string("k\(index % 5)"), "value": .int(Int64(index))]),
+                JSONAction(identifier: "pop"),
+            ])
+            }
+        }
+        store.stopJournal()
+        let replayed = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+        #expect(replayed.version == store.version)
+        #expect(replayed.currentState() == store.currentState())
+        for version in [UInt64(0), 1, 5, 13, 20, store.version] {
+            let partial = try Store(
+                replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions,
+                through: version)
+            #expect(partial.version == version)
+            if version > 0 {
+                #expect(partial.currentState() == store.historyState(at: version))
+            }
+        }
+        #expect(throws: StoreError.self) {
+            try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions,
+                      through: store.version + 1)
+        }
+    }
+
+    @Test("10,000 random actions from 4 threads: the replayed state equals the live one at 20 versions")
+    func randomFromThreads() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        store.keepHistory(20_000)
+        try store.startJournal(at: path)
+        onThreads(4) { thread in
+            var generator = SystemRandomNumberGenerator()
+            for index in 0..<2_500 {
+                switch Int.random(in: 0..<5, using: &generator) {
+                case 0: store.dispatchAction(Add(amount: Int.random(in: -5...5, using: &generator)))
+                case 1: store.dispatchAction(JSONAction(identifier: "push", payload: .string("t\(thread)-\(index)")))
+                case 2: store.dispatchAction(JSONAction(identifier: "pop"))
+                case 3: store.dispatchAction(JSONAction(
+                    identifier: "tag",
+                    payload: ["key": .string("k\(index % 7)"), "value": .int(Int64(index))]))
+                default: store.dispatchActions([Add(amount: 1), JSONAction(identifier: "pop")])
+                }
+            }
+        }
+        store.stopJournal()
+        #expect(store.version >= 10_000)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20 {
+            let version = UInt64.random(in: 1...store.version, using: &generator)
+            let replayed = try Store(
+                replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions,
+                through: version)
+            #expect(replayed.currentState() == store.historyState(at: version), "version \(version)")
+        }
+    }
+
+    @Test("a gap, a version going back, a torn last line, an action not replayable: errors naming the line")
+    func badJournals() throws {
+        let folder = temporaryFolder()
+        func replay(_ text: String) -> StoreError? {
+            let path = folder + "/bad-\(UUID().uuidString).jsonl"
+            _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+            do {
+                _ = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let time = #""time":"2026-11-22T10:00:00.000Z""#
+        let good = #"{"version":1,"identifier":"pop",\#(time)}"# + "\n"
+        #expect(replay(good) == nil)
+        let gap = good + #"{"version":3,"identifier":"pop",\#(time)}"# + "\n"
+        #expect(replay(gap)?.message.contains(":2: version 3 follows 1") == true)
+        let back = good + #"{"version":1,"identifier":"pop",\#(time)}"# + "\n"
+        #expect(replay(back)?.message.contains(":2: version 1 goes back") == true)
+        let torn = good + #"{"version":2,"identifier":"po"#
+        #expect(replay(torn)?.message.contains(":2: the last line is torn") == true)
+        let opaque = good + #"{"version":2,"identifier":"opaque","replayable":false,\#(time)}"# + "\n"
+        #expect(replay(opaque)?.message.contains(":2: action \"opaque\"") == true)
+        let unregistered = good + #"{"version":2,"identifier":"mystery","payload":{},"typed":true,\#(time)}"# + "\n"
+        #expect(replay(unregistered)?.message.contains("register its type") == true)
+        let notJSON = good + "nonsense\n"
+        #expect(replay(notJSON)?.message.contains(":2:") == true)
+        let badPayload = good + #"{"version":2,"identifier":"add","payload":{"amount":"x"},"typed":true,\#(time)}"# + "\n"
+        #expect(replay(badPayload)?.message.contains(":2:") == true)
+    }
+
+    @Test("files rotate by size; replay reads the rotated files in order")
+    func rotation() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        var options = JournalOptions()
+        options.maximumFileSize = 2_000
+        options.maximumFiles = 50
+        try store.startJournal(at: path, options: options)
+        for index in 0..<300 {
+            store.dispatchAction(JSONAction(identifier: "push", payload: .string("entry \(index)")))
+            if index % 10 == 0 { Thread.sleep(forTimeInterval: 0.001) }
+        }
+        store.stopJournal()
+        #expect(FileManager.default.fileExists(atPath: path + ".1"))
+        let replayed = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+        #expect(replayed.currentState() == store.currentState())
+    }
+
+    @Test("a full queue drops and counts with .drop; the replay then reports the gap")
+    func overflowDrop() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        var options = JournalOptions()
+        options.queueCapacity = 1
+        options.overflow = .drop
+        try store.startJournal(at: path, options: options)
+        for _ in 0..<20_000 { store.dispatchAction(Add(amount: 1)) }
+        let dropped = store.journalDroppedEntries
+        store.stopJournal()
+        let written = lines(path).count
+        #expect(written + dropped == 20_000)
+        if dropped > 0 {
+            #expect(throws: StoreError.self) {
+                try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+            }
+        }
+    }
+
+    @Test("a full queue with .block loses nothing")
+    func overflowBlock() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        var options = JournalOptions()
+        options.queueCapacity = 2
+        try store.startJournal(at: path, options: options)
+        onThreads(4) { _ in
+            for _ in 0..<2_000 { store.dispatchAction(Add(amount: 1)) }
+        }
+        store.stopJournal()
+        #expect(lines(path).count == 8_000)
+        #expect(store.journalDroppedEntries == 0)
+    }
+
+    @Test("the store's deinit writes what was recorded")
+    func deinitFlushes() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        do {
+            let store = Store(reducers: [modelReducer], state: Model())
+            try store.startJournal(at: path)
+            for _ in 0..<500 { store.dispatchAction(Add(amount: 1)) }
+        }
+        #expect(lines(path).count == 500)
+    }
+
+    @Test("bad options and a folder are refused")
+    func badStart() {
+        let folder = temporaryFolder()
+        let store = Store(reducers: [modelReducer], state: Model())
+        #expect(throws: StoreError.self) { try store.startJournal(at: folder) }
+        var options = JournalOptions()
+        options.queueCapacity = 0
+        #expect(throws: StoreError.self) { try store.startJournal(at: folder + "/j", options: options) }
+        #expect(throws: StoreError.self) { try store.startJournal(at: folder + "/missing/j") }
+    }
+
+    @Test("SIGKILL while writing leaves only whole lines", arguments: 0..<4)
+    func killed(_ round: Int) throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let program = journalSibling("reduxstore-journal-kill-check")
+        var pid = pid_t()
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(path), nil]
+        defer { for arg in argv { free(arg) } }
+        #expect(posix_spawn(&pid, program, nil, nil, argv, environ) == 0)
+        // Wait until it has written a good deal, then kill it without warning.
+        var waited = 0
+        while (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 < 200_000 * (round + 1),
+              waited < 20_000 {
+            sleepBriefly()
+            waited += 1
+        }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let bytes = try #require(FileManager.default.contents(atPath: path))
+        #expect(bytes.count > 0)
+        #expect(bytes.last == 0x0A, "the file ends mid-line")
+        let text = String(decoding: bytes, as: UTF8.self)
+        let all = text.split(separator: "\n")
+        #expect(all.allSatisfy { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) != nil })
+        // And it replays.
+        let replayed = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+        #expect(replayed.version == UInt64(all.count))
+    }
+
+    @Test("keepHistory and restore: a new version equal to the old one, and its notification")
+    func timeTravel() throws {
+        let store = Store(reducers: [modelReducer], state: Model())
+        store.keepHistory(3)
+        for amount in 1...5 { store.dispatchAction(Add(amount: amount)) }  // totals 1 3 6 10 15
+        #expect(store.historyVersions == [3, 4, 5])
+        let restores = Recorder<StoreNotification>()
+        let changes = Recorder<StoreNotification>()
+        store.addObserver(forName: .stateDidRestore) { restores.append($0) }
+        store.addObserver { changes.append($0) }
+        try store.restore(version: 3)
+        #expect(store.version == 6)
+        #expect(store.currentState().total == 6)
+        #expect(restores.all.map(\.restoredVersion) == [3])
+        #expect(restores.all.first?.version == 6)
+        #expect(restores.all.first?.name.rawValue == "RDXStateDidRestoreNotification")
+        #expect(changes.all.map(\.actionIdentifier) == ["RDXRestore"])
+        #expect(store.historyVersions == [4, 5, 6])
+        #expect(throws: StoreError.self) { try store.restore(version: 1) }
+        store.keepHistory(0)
+        #expect(store.historyVersions.isEmpty)
+        #expect(throws: StoreError.self) { try store.restore(version: 6) }
+    }
+
+    @Test("a restore inside a reducer is refused")
+    func restoreInsideReducer() {
+        let box = WeakStore<CounterState>()
+        let failures = Tally()
+        let store = Store(reducers: [{ state, action in
+            counterReducer(&state, action)
+            if case .note("restore")? = action as? CounterAction {
+                do { try box.store?.restore(version: 1) } catch { failures.increment() }
+            }
+        }], state: CounterState())
+        box.store = store
+        store.keepHistory(10)
+        store.dispatchAction(CounterAction.increment)
+        store.dispatchAction(CounterAction.note("restore"))
+        #expect(failures.count == 1)
+        #expect(store.version == 2)
+    }
+}
+
+private func journalSibling(_ name: String) -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    precondition(length > 0, "readlink /proc/self/exe failed")
+    var path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    while let last = path.last, last != "/" { path.removeLast() }
+    if let range = path.range(of: ".xctest/") {
+        path = String(path[..<range.lowerBound])
+        while let last = path.last, last != "/" { path.removeLast() }
+    }
+    return path + name
+}
