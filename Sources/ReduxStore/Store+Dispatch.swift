@@ -203,9 +203,16 @@ extension Store {
             // Only selecting observers, and none of their values changed: nobody to call.
             if !selectionsChanged && observers.onlySelecting { return nil }
         }
+        let notification =
+            if observers.wantsPatches, let recorder = core.valuePointer.pointee.recorder {
+                StoreNotification(
+                    stateDidChangeAt: version, actionIdentifier: action.identifier,
+                    patch: recorder.takePendingPatch())
+            } else {
+                StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier)
+            }
         return NotificationRound(
-            notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
-            observers: observers, selectionsChanged: selectionsChanged)
+            notification: notification, observers: observers, selectionsChanged: selectionsChanged)
     }
 
     /// Reads and compares the values of the selecting observers after the action applied as

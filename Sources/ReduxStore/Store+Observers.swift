@@ -61,6 +61,29 @@ extension Store {
         addObserver(named: name, queue: queue, onRelease: nil, using: block)
     }
 
+    /// ``addObserver(forName:queue:using:)``, and with `includingPatch` the notifications
+    /// carry what each action changed: ``StoreNotification/patch``, RFC 6902 operations on the
+    /// state's JSON form (for a batch, its actions' operations in order).
+    ///
+    /// ```swift
+    /// store.addObserver(includingPatch: true) { note in
+    ///     for operation in note.patch ?? [] { print(operation.op, operation.path) }
+    /// }
+    /// ```
+    ///
+    /// Cost: while such an observer is registered, each applied action encodes the state and
+    /// diffs it with the state before (the diff looks only into what changed). The patch of an
+    /// action applied before the observer was added is not known; the first patch starts there.
+    @discardableResult
+    public func addObserver(
+        forName name: StoreNotification.Name = .stateDidChange,
+        queue: DispatchQueue? = nil,
+        includingPatch: Bool,
+        using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken {
+        addObserver(named: name, queue: queue, onRelease: nil, wantsPatch: includingPatch, using: block)
+    }
+
     /// Registers an observer of `name`, or of every notification when `name` is `nil`.
     ///
     /// - Parameter onRelease: runs once when the observer can never be called again: after its
@@ -75,9 +98,18 @@ extension Store {
         queue: DispatchQueue?,
         onRelease: (@Sendable () -> Void)?,
         selection: StateSelection? = nil,
+        wantsPatch: Bool = false,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         withCoreLocked { core, insideReducer in
+            if wantsPatch {
+                // Patches need the state as JSON after the last action: from now on.
+                let recorder = core.pointee.recorder ?? Recorder()
+                if recorder.lastValue == nil, !insideReducer || readableInsideReducer {
+                    recorder.lastValue = stateAsJSONLocked()
+                }
+                core.pointee.recorder = recorder
+            }
             // Inside a reducer the action in progress will be version + 1: start after it.
             let first = core.pointee.version + (insideReducer ? 2 : 1)
             // Outside a reducer the state is at rest: the selection starts from its value now.
@@ -86,7 +118,7 @@ extension Store {
             if !insideReducer { selection?.start(state: stateAddress) }
             let entry = ObserverEntry(
                 name: name, queue: queue, firstVersion: first, onRelease: onRelease,
-                selection: selection, block: block)
+                selection: selection, wantsPatch: wantsPatch, block: block)
             core.pointee.observers = ObserverList(core.pointee.observers.entries + [entry])
             return entry.token
         }

@@ -9,18 +9,37 @@ public struct StoreNotification: Sendable, Hashable {
     public let actionIdentifier: String
     /// For ``Name/stateDidRestore``: the version whose state was restored
     /// (``Store/restore(version:)``); `nil` otherwise.
-    public let restoredVersion: UInt64?
+    public var restoredVersion: UInt64? { extra?.restoredVersion }
+    /// What the action changed, as RFC 6902 operations on the state's JSON form, when an
+    /// observer of the store asked for patches (``Store/addObserver(forName:queue:includingPatch:using:)``);
+    /// `nil` otherwise. For a batch: the patches of its actions, in order.
+    public var patch: [JSONPatch.Operation]? { extra?.patch }
+    /// What few notifications carry (a restored version, a patch), kept apart: a dispatch's
+    /// notification holds `nil` here, one word, so making and copying it stays cheap.
+    private let extra: Extra?
+    private final class Extra: Sendable {
+        let restoredVersion: UInt64?
+        let patch: [JSONPatch.Operation]?
+        init(restoredVersion: UInt64?, patch: [JSONPatch.Operation]?) {
+            self.restoredVersion = restoredVersion
+            self.patch = patch
+        }
+    }
     /// The name unless it is ``Name/stateDidChange`` (then `nil`): the notification a dispatch
     /// makes holds no name string, so making, copying and matching it costs no string
     /// reference counting and no string comparison.
     private let customName: Name?
 
     /// Creates a notification value (the store makes them; tests and adapters may too).
-    public init(name: Name, version: UInt64, actionIdentifier: String, restoredVersion: UInt64? = nil) {
+    public init(
+        name: Name, version: UInt64, actionIdentifier: String, restoredVersion: UInt64? = nil,
+        patch: [JSONPatch.Operation]? = nil
+    ) {
         self.customName = name
         self.version = version
         self.actionIdentifier = actionIdentifier
-        self.restoredVersion = restoredVersion
+        self.extra = restoredVersion == nil && patch == nil
+            ? nil : Extra(restoredVersion: restoredVersion, patch: patch)
     }
 
     /// A ``Name/stateDidChange`` notification, as a dispatch makes it.
@@ -29,7 +48,15 @@ public struct StoreNotification: Sendable, Hashable {
         self.customName = nil
         self.version = version
         self.actionIdentifier = actionIdentifier
-        self.restoredVersion = nil
+        self.extra = nil
+    }
+
+    /// A ``Name/stateDidChange`` notification with the action's patch.
+    package init(stateDidChangeAt version: UInt64, actionIdentifier: String, patch: [JSONPatch.Operation]) {
+        self.customName = nil
+        self.version = version
+        self.actionIdentifier = actionIdentifier
+        self.extra = Extra(restoredVersion: nil, patch: patch)
     }
 
     /// Whether this is a ``Name/stateDidChange`` notification as a dispatch makes it (no string
@@ -41,7 +68,8 @@ public struct StoreNotification: Sendable, Hashable {
     // Equal and hashed by the name, whichever way it is held.
     public static func == (lhs: StoreNotification, rhs: StoreNotification) -> Bool {
         lhs.version == rhs.version && lhs.actionIdentifier == rhs.actionIdentifier
-            && lhs.restoredVersion == rhs.restoredVersion && lhs.name == rhs.name
+            && lhs.restoredVersion == rhs.restoredVersion && lhs.patch == rhs.patch
+            && lhs.name == rhs.name
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -10,11 +10,19 @@ final class Recorder {
     var history: History?
     /// The state as JSON after the last recorded action, for patches (``JournalOptions/recordPatches``).
     var lastValue: JSONValue?
+    /// The operations of the actions applied since the last round was made, for observers that
+    /// asked for patches.
+    var pendingPatch: [JSONPatch.Operation] = []
     /// A journal whose queue is over capacity: the dispatching thread waits for it once it
     /// released the lock.
     private var journalToWaitFor: Journal?
 
-    var isEmpty: Bool { journal == nil && history == nil }
+    var isEmpty: Bool { journal == nil && history == nil && lastValue == nil }
+
+    func takePendingPatch() -> [JSONPatch.Operation] {
+        defer { pendingPatch = [] }
+        return pendingPatch
+    }
 
     func mustWait(for journal: Journal) { journalToWaitFor = journal }
 
@@ -59,10 +67,23 @@ extension Store {
                 tape = encoded
             }
         }
+        let forObservers = core.valuePointer.pointee.observers.wantsPatches
+        let forJournal = recorder.journal?.options.recordPatches ?? false
+        var operations: [JSONPatch.Operation]?
+        if forObservers || forJournal {
+            let now = stateAsJSONLocked(tape: tape)
+            if let before = recorder.lastValue, let now {
+                operations = JSONPatch.diff(from: before, to: now)
+            }
+            recorder.lastValue = now
+        } else {
+            recorder.lastValue = nil  // nobody wants patches: start afresh when someone does
+        }
+        if forObservers, let operations { recorder.pendingPatch += operations }
         guard let journal = recorder.journal else { return }
         var patch: String?
-        if journal.options.recordPatches {
-            patch = patchLocked(recorder: recorder, tape: tape)
+        if forJournal, let operations {
+            patch = try? JSONCEncoder().encodeToJSONString(operations)
         }
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
@@ -70,16 +91,6 @@ extension Store {
         if journal.append(JournalEntry(version: version, action: owned, time: time, batch: batch, patch: patch)) {
             recorder.mustWait(for: journal)
         }
-    }
-
-    /// The RFC 6902 patch from the state after the last recorded action to the state now, as
-    /// JSON text; `nil` if the state cannot be encoded.
-    private func patchLocked(recorder: Recorder, tape: SnapshotTape?) -> String? {
-        guard let now = stateAsJSONLocked(tape: tape) else { return nil }
-        defer { recorder.lastValue = now }
-        guard let before = recorder.lastValue else { return nil }
-        let operations = JSONPatch.diff(from: before, to: now)
-        return try? JSONCEncoder().encodeToJSONString(operations)
     }
 
     /// The state as a ``JSONValue`` (from `tape` if given). The caller holds the lock.

@@ -39,7 +39,9 @@ extension Store {
             let recorder = core.pointee.recorder ?? Recorder()
             let previous = recorder.journal
             recorder.journal = journal
-            recorder.lastValue = options.recordPatches ? stateAsJSONLocked() : nil
+            if options.recordPatches && recorder.lastValue == nil {
+                recorder.lastValue = stateAsJSONLocked()
+            }
             core.pointee.recorder = recorder
             return previous
         }
@@ -53,7 +55,7 @@ extension Store {
             guard let recorder = core.pointee.recorder else { return nil }
             let journal = recorder.journal
             recorder.journal = nil
-            recorder.lastValue = nil
+            if !core.pointee.observers.wantsPatches { recorder.lastValue = nil }
             if recorder.isEmpty { core.pointee.recorder = nil }
             return journal
         }

@@ -33,6 +33,8 @@ final class ObserverEntry: @unchecked Sendable {
     /// lock; the observer is called only for rounds in which some selected value changed (its
     /// block then checks its own).
     let selection: StateSelection?
+    /// Whether the observer asked for each action's patch (``StoreNotification/patch``).
+    let wantsPatch: Bool
     /// Runs once, from deinit, when the observer can never be called again.
     let onRelease: (@Sendable () -> Void)?
     /// The first version this observer hears: it is not told of actions applied before it was
@@ -62,9 +64,11 @@ final class ObserverEntry: @unchecked Sendable {
     init(
         name: StoreNotification.Name?, queue: DispatchQueue?, firstVersion: UInt64,
         onRelease: (@Sendable () -> Void)?, selection: StateSelection? = nil,
+        wantsPatch: Bool = false,
         block: @escaping @Sendable (StoreNotification) -> Void
     ) {
         self.selection = selection
+        self.wantsPatch = wantsPatch
         self.token = ObserverToken(
             rawValue: Self.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.name = name

@@ -13,6 +13,9 @@ final class ObserverList: Sendable {
     /// The selection when there is exactly one (the common case), unretained: ``selecting``
     /// holds it. Updating it costs no array walk and no reference counting.
     let onlySelection: Unmanaged<StateSelection>?
+    /// Whether an observer asked for each action's patch: the store then diffs the state after
+    /// each action (see ``Recorder``).
+    let wantsPatches: Bool
     /// Whether every observer selects a value (then a round where none changed calls nobody).
     let onlySelecting: Bool
 
@@ -22,6 +25,7 @@ final class ObserverList: Sendable {
         self.hasSelections = !selecting.isEmpty
         self.onlySelection = selecting.count == 1 ? Unmanaged.passUnretained(selecting[0]) : nil
         self.onlySelecting = selecting.count == entries.count
+        self.wantsPatches = entries.contains { $0.wantsPatch }
     }
 
     static let empty = ObserverList([])

@@ -333,6 +333,43 @@ struct JournalTests {
     }
 }
 
+@Suite("Observers that ask what changed")
+struct PatchObserverTests {
+    @Test("includingPatch: each notification carries the action's RFC 6902 operations")
+    func patches() throws {
+        let store = Store(reducers: [modelReducer], state: Model())
+        let patches = Recorder<[JSONPatch.Operation]>()
+        let plain = Recorder<Bool>()
+        store.addObserver(includingPatch: true) { patches.append($0.patch ?? []) }
+        store.addObserver { plain.append($0.patch == nil) }
+        store.dispatchAction(Add(amount: 3))
+        store.dispatchAction(JSONAction(identifier: "push", payload: "a"))
+        store.dispatchAction(JSONAction(identifier: "nothing"))
+        store.dispatchActions([Add(amount: 1), JSONAction(identifier: "pop")])
+        let all = patches.all
+        #expect(all.count == 4)
+        #expect(all[0] == [.replace(path: "/total", value: 3)])
+        #expect(all[1] == [.add(path: "/items/0", value: "a")])
+        #expect(all[2].isEmpty)
+        #expect(all[3] == [.replace(path: "/total", value: 4), .remove(path: "/items/0")])
+        // Every observer of the round sees the same notification.
+        #expect(plain.all == [false, false, false, false])
+        // Applying the patches to the state before gives the state after.
+        var value = JSONValue.object(["total": 0, "items": [], "tags": [:]])
+        for patch in all { value = try JSONPatch.apply(patch, to: value) }
+        #expect(try value.decode(as: Model.self) == store.currentState())
+    }
+
+    @Test("without such an observer, notifications carry no patch")
+    func noPatch() {
+        let store = Store(reducers: [modelReducer], state: Model())
+        let seen = Recorder<Bool>()
+        store.addObserver { seen.append($0.patch == nil) }
+        store.dispatchAction(Add(amount: 1))
+        #expect(seen.all == [true])
+    }
+}
+
 private func journalSibling(_ name: String) -> String {
     var buffer = [CChar](repeating: 0, count: 4096)
     let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
