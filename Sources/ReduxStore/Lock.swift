@@ -61,6 +61,11 @@ package struct Locked<Value>: @unchecked Sendable {
     @inline(__always)
     package func wait() { storage.wait() }
 
+    /// ``wait()`` for at most `milliseconds` (the condition variable uses the monotonic clock's
+    /// time through `CLOCK_REALTIME`, as pthread's default; a clock change only shortens or
+    /// lengthens one wait).
+    package func wait(milliseconds: Int) { storage.wait(milliseconds: milliseconds) }
+
     /// Wakes every thread waiting in ``wait()``. Call it holding the lock, after changing what
     /// they wait for.
     @inline(__always)
@@ -119,6 +124,18 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
     func wait() {
         withUnsafeMutablePointerToElements {
             check(pthread_cond_wait(&$0.pointee.condition, &$0.pointee.mutex), "pthread_cond_wait")
+        }
+    }
+
+    func wait(milliseconds: Int) {
+        var deadline = timespec()
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        let nanoseconds = Int(deadline.tv_nsec) + milliseconds * 1_000_000
+        deadline.tv_sec += nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        withUnsafeMutablePointerToElements {
+            let result = pthread_cond_timedwait(&$0.pointee.condition, &$0.pointee.mutex, &deadline)
+            if result != ETIMEDOUT { check(result, "pthread_cond_timedwait") }
         }
     }
 

@@ -49,14 +49,22 @@ extension Store {
         context.pointee.callbackDepth += 1
         let version = apply(action)
         publishedVersion.store(version, ordering: .releasing)
-        if !core.pointee.nested.isEmpty || core.pointee.recorder != nil {
-            // Actions the reducers dispatched, or a recorder that may need this thread to wait
-            // (a full journal queue): off the fast path.
+        if !core.pointee.nested.isEmpty {
             finishNestedAndDeliver(first: roundLocked(for: action, at: version), context: context)
             return
         }
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
+        if let recorder = core.pointee.recorder {
+            // A journal or history is on: the round may carry a patch, and a full journal queue
+            // makes this thread wait once the lock is released.
+            let round = roundLocked(for: action, at: version)
+            let journal = recorder.takeJournalToWaitFor()
+            self.core.unlock()
+            journal?.waitForRoom()
+            if let round { deliver(round, context: context) }
+            return
+        }
         guard core.pointee.observers.count > 0, action.notifiesObservers else {
             self.core.unlock()
             return

@@ -60,6 +60,10 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let readableInsideReducer: Bool
     /// Actions given to ``enqueueAction(_:)`` and not yet applied.
     let enqueued: EnqueuedActions
+    /// For stores whose actions may borrow what they hold (the C face's): makes the copy a
+    /// journal keeps past the dispatch. `nil` for Swift stores, whose actions are values.
+    /// Set once, before the store is shared.
+    @exclusivity(unchecked) nonisolated(unsafe) package var journalCopier: (@Sendable (any Action) -> any Action)?
     /// The running autosave, if any (``startAutosave(to:policy:onError:)``).
     let autosaver = Locked<Autosaver?>(nil)
 

@@ -22,6 +22,10 @@ final class JSONCTreeStoreHandle: StoreHandle<JSONCTree>, @unchecked Sendable {
         // every retain and release of it takes the slow path (measured: +170 instructions per C
         // dispatch).
         if !middleware.isEmpty { owner.handle = self }
+        // A C action borrows the caller's identifier and payload: the journal keeps a copy.
+        store.journalCopier = { action in
+            (action as? CAction)?.ownedForJournal() ?? action
+        }
     }
 
     override func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)

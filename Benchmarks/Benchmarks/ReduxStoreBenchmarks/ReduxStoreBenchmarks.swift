@@ -31,6 +31,7 @@ let benchmarks: @Sendable () -> Void = {
     registerCBenchmarks()
     registerContentionBenchmarks()
     registerCompositionBenchmarks()
+    registerJournalBenchmarks()
     registerOverheadBenchmark()
 }
 

@@ -87,6 +87,12 @@ case "keypath-unchanged", "gauge-o0":
     }], state: Gauge())
     if workload == "keypath-unchanged" { store.observe(\.limit) { sink($0) } }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "journal":
+    let store = Store(reducers: [add], state: Counter())
+    try! store.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl")
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+    store.stopJournal()
+    unlink("/tmp/profile-journal-\(getpid()).jsonl")
 case "middleware-pass":
     let store = Store(reducers: [add], state: Counter(), middleware: [{ _, action, next in next(action) }])
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }

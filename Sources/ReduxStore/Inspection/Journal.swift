@@ -1,5 +1,4 @@
 internal import CJSONC
-import DequeModule
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -64,7 +63,7 @@ final class Journal: @unchecked Sendable {
     let path: String
     let options: JournalOptions
     private struct Shared {
-        var pending: Deque<JournalEntry> = []
+        var pending: [JournalEntry] = []
         var stopping = false
         var stopped = false
         var dropped = 0
@@ -75,6 +74,11 @@ final class Journal: @unchecked Sendable {
     private let state = Locked(Shared())
     private var file: Int32 = -1
     private var size = 0
+    /// The writer thread's: the line formatter and the ends of the lines it formatted, kept
+    /// between batches with their buffers; and the emptied queue it gives back.
+    @exclusivity(unchecked) private var formatter = JournalLineFormatter()
+    @exclusivity(unchecked) private var lineEnds: [Int] = []
+    @exclusivity(unchecked) private var spare: [JournalEntry] = []
     private var thread = pthread_t()
 
     init(path: String, options: JournalOptions) throws(StoreError) {
@@ -103,17 +107,31 @@ final class Journal: @unchecked Sendable {
 
     /// Appends an entry. Returns whether the dispatcher must wait for room once it released the
     /// store's lock (``Overflow/block`` and a full queue).
-    func append(_ entry: JournalEntry) -> Bool {
-        state.withLock { shared in
-            if shared.pending.count >= options.queueCapacity && options.overflow == .drop {
-                shared.dropped += 1
-                return false
-            }
-            shared.pending.append(entry)
-            if shared.pending.count == 1 { state.broadcast() }
-            return shared.pending.count > options.queueCapacity
+    ///
+    /// It wakes the writer only when the queue reaches half its capacity: otherwise the writer
+    /// wakes on its own every ``writerInterval`` milliseconds, so a dispatch makes no system call
+    /// (a wake-up per entry cost more than the rest of the journal's work on the dispatch path).
+    @inline(__always)
+    func append(
+        version: UInt64, action: any Action, time: timespec, batch: UInt64?, patch: String?
+    ) -> Bool {
+        state.lock()
+        defer { state.unlock() }
+        let shared = state.valuePointer
+        let count = shared.pointee.pending.count
+        if count >= options.queueCapacity && options.overflow == .drop {
+            shared.pointee.dropped += 1
+            return false
         }
+        shared.pointee.pending.append(
+            JournalEntry(version: version, action: action, time: time, batch: batch, patch: patch))
+        if count + 1 == max(options.queueCapacity / 2, 1) { state.broadcast() }
+        return count + 1 > options.queueCapacity
     }
+
+    /// How long the writer sleeps when it finds the queue empty: the longest an entry waits to
+    /// be written while the queue is less than half full.
+    static let writerInterval = 10
 
     /// Waits until the queue is back within its capacity (or the journal stopped). The caller
     /// holds no store lock.
@@ -148,15 +166,18 @@ final class Journal: @unchecked Sendable {
     private func run() {
         while true {
             state.lock()
-            while state.valuePointer.pointee.pending.isEmpty && !state.valuePointer.pointee.stopping {
-                state.wait()
+            if state.valuePointer.pointee.pending.isEmpty && !state.valuePointer.pointee.stopping {
+                state.wait(milliseconds: Self.writerInterval)
             }
-            let batch = Array(state.valuePointer.pointee.pending)
-            state.valuePointer.pointee.pending.removeAll(keepingCapacity: true)
+            // The emptied queue of the last batch goes back in: its storage is reused.
+            var batch = spare
+            swap(&batch, &state.valuePointer.pointee.pending)
             let stopping = state.valuePointer.pointee.stopping
             state.broadcast()  // room for blocked dispatchers
             state.unlock()
             if !batch.isEmpty { write(batch) }
+            batch.removeAll(keepingCapacity: true)
+            spare = batch
             if stopping && batch.isEmpty { break }
         }
         closeFile()
@@ -173,35 +194,47 @@ final class Journal: @unchecked Sendable {
     /// page's end, in one write within that page. Only a line longer than a page spans pages,
     /// and a crash may cut it (a journal started on the file cuts it off; replay reports it).
     private func write(_ entries: [JournalEntry]) {
-        var lines: [[UInt8]] = []
-        var total = 0
+        formatter.reset()
+        lineEnds.removeAll(keepingCapacity: true)
         for entry in entries {
-            var line = Array(Self.line(for: entry).utf8)
-            line.append(0x0A)
-            total += line.count
-            lines.append(line)
+            formatter.appendLine(for: entry)
+            lineEnds.append(formatter.output.count)
         }
+        let output = formatter.output
         do throws(StoreError) {
-            if size > 0 && size + total > options.maximumFileSize { try rotate() }
-            var chunk: [UInt8] = []
-            chunk.reserveCapacity(Self.page)
-            for line in lines {
-                let room = Self.page - (size + chunk.count) % Self.page
-                if line.count <= room {
-                    chunk += line
-                    if line.count == room { try flush(&chunk) }
-                    continue
+            if size > 0 && size + output.count > options.maximumFileSize { try rotate() }
+            do {
+                // Lines [chunkStart, chunkEnd) of `output` wait to be written in one write.
+                var chunkStart = 0
+                var chunkEnd = 0
+                var lineStart = 0
+                for lineEnd in lineEnds {
+                    let length = lineEnd - lineStart
+                    let room = Self.page - (size + chunkEnd - chunkStart) % Self.page
+                    if length <= room {
+                        chunkEnd = lineEnd
+                        if length == room {
+                            try writeAt(size, UnsafeBufferPointer(rebasing: output[chunkStart..<chunkEnd]))
+                            chunkStart = chunkEnd
+                        }
+                    } else {
+                        if chunkEnd > chunkStart {
+                            try writeAt(size, UnsafeBufferPointer(rebasing: output[chunkStart..<chunkEnd]))
+                        }
+                        if length <= Self.page { try padToPage() }
+                        chunkStart = lineStart
+                        chunkEnd = lineEnd
+                        if length >= Self.page {
+                            try writeAt(size, UnsafeBufferPointer(rebasing: output[chunkStart..<chunkEnd]))
+                            chunkStart = chunkEnd
+                        }
+                    }
+                    lineStart = lineEnd
                 }
-                try flush(&chunk)
-                if line.count <= Self.page {
-                    try padToPage()
-                    chunk += line
-                    if chunk.count == Self.page { try flush(&chunk) }
-                } else {
-                    try writeAt(size, line)
+                if chunkEnd > chunkStart {
+                    try writeAt(size, UnsafeBufferPointer(rebasing: output[chunkStart..<chunkEnd]))
                 }
             }
-            try flush(&chunk)
             state.withLock { $0.written = entries.last!.version }
         } catch {
             state.withLock { $0.lastError = error }
@@ -211,12 +244,6 @@ final class Journal: @unchecked Sendable {
     /// The size of a page of the file, as the kernel copies writes.
     private static let page = 4096
 
-    private func flush(_ chunk: inout [UInt8]) throws(StoreError) {
-        guard !chunk.isEmpty else { return }
-        try writeAt(size, chunk)
-        chunk.removeAll(keepingCapacity: true)
-    }
-
     /// Pads the file's last line with spaces to the end of its page (its newline moves there),
     /// in one write within that page.
     private func padToPage() throws(StoreError) {
@@ -224,60 +251,7 @@ final class Journal: @unchecked Sendable {
         guard room > 0, size > 0 else { return }
         var padding = [UInt8](repeating: 0x20, count: room + 1)
         padding[room] = 0x0A
-        try writeAt(size - 1, padding)
-    }
-
-    /// One JSON line: `{"version":N,"identifier":"…","payload":…,"time":"…"}`, and
-    /// `"batch":F` for an action of a batch (F: the batch's first version), `"typed":true` for
-    /// an action whose payload is a typed action's properties (replay needs its type
-    /// registered), `"replayable":false` for an action the journal cannot record, `"patch":[…]`.
-    static func line(for entry: JournalEntry) -> String {
-        var line = "{\"version\":\(entry.version),\"identifier\":"
-        line += Self.quoted(entry.action.identifier)
-        switch Self.payload(of: entry.action) {
-        case .none: break
-        case .json(let text): line += ",\"payload\":" + text
-        case .typed(let text): line += ",\"payload\":" + text + ",\"typed\":true"
-        case .notReplayable: line += ",\"replayable\":false"
-        }
-        line += ",\"time\":\"" + Self.timestamp(entry.time) + "\""
-        if let batch = entry.batch { line += ",\"batch\":\(batch)" }
-        if let patch = entry.patch { line += ",\"patch\":" + patch }
-        line += "}"
-        return line
-    }
-
-    private enum Payload { case none, json(String), typed(String), notReplayable }
-
-    private static func payload(of action: any Action) -> Payload {
-        if let action = action as? JSONAction {
-            guard let payload = action.payload else { return .none }
-            return (try? JSONCEncoder().encodeToJSONString(payload)).map(Payload.json) ?? .notReplayable
-        }
-        if let action = action as? any JournalRecordable {
-            guard let tree = action.journalPayload else { return .none }
-            return (try? JSONCText.print(tree)).map(Payload.json) ?? .notReplayable
-        }
-        if let action = action as? any Encodable {
-            return (try? JSONCEncoder().encodeToJSONString(action)).map(Payload.typed) ?? .notReplayable
-        }
-        return .notReplayable
-    }
-
-    static func quoted(_ text: String) -> String {
-        (try? JSONCEncoder().encodeToJSONString(text)) ?? "\"\""
-    }
-
-    /// `2026-11-22T10:00:00.000Z`
-    static func timestamp(_ time: timespec) -> String {
-        var seconds = time.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let milliseconds = Int(time.tv_nsec / 1_000_000)
-        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+        try padding.withUnsafeBufferPointer { (padding) throws(StoreError) in try writeAt(size - 1, padding) }
     }
 
     // MARK: Files
@@ -340,12 +314,10 @@ final class Journal: @unchecked Sendable {
 
     /// Writes `bytes` at `offset` (the file's end, or inside its last page), and moves the
     /// file's size past them.
-    private func writeAt(_ offset: Int, _ bytes: [UInt8]) throws(StoreError) {
+    private func writeAt(_ offset: Int, _ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) {
         var done = 0
         while done < bytes.count {
-            let written = bytes.withUnsafeBytes {
-                pwrite(file, $0.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            }
+            let written = pwrite(file, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             if written < 0 {
                 if errno == EINTR { continue }
                 throw StoreError(.io, "journal \(path): write failed: \(String(cString: strerror(errno)))")

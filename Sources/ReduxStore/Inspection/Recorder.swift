@@ -87,10 +87,13 @@ extension Store {
         }
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
-        let owned = (action as? any JournalRecordable)?.ownedForJournal() ?? action
-        if journal.append(JournalEntry(version: version, action: owned, time: time, batch: batch, patch: patch)) {
-            recorder.mustWait(for: journal)
+        let full: Bool
+        if let journalCopier {
+            full = journal.append(version: version, action: journalCopier(action), time: time, batch: batch, patch: patch)
+        } else {
+            full = journal.append(version: version, action: action, time: time, batch: batch, patch: patch)
         }
+        if full { recorder.mustWait(for: journal) }
     }
 
     /// The state as a ``JSONValue`` (from `tape` if given). The caller holds the lock.

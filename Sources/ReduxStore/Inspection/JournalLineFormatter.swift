@@ -1,0 +1,295 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Formats journal entries as JSON lines, on the journal's writer thread. Made for speed: the
+/// writer must keep up with dispatches, which take tens of nanoseconds, so the line is written
+/// byte by byte into one buffer, the timestamp's date and time are reused within a second, and
+/// payloads are printed from ``JSONValue`` (through the snapshot coder for typed actions), not
+/// through json-c trees.
+///
+/// The line: `{"version":N,"identifier":"…","payload":…,"time":"2026-11-22T10:00:00.000Z"}` and
+/// `"typed":true` for a typed action's properties, `"replayable":false` for an action the
+/// journal cannot record, `"batch":F` for an action of a batch (F: the batch's first version),
+/// `"patch":[…]`; then a newline.
+struct JournalLineFormatter: ~Copyable {
+    private var bytes = ByteBuffer()
+    /// The second `secondsText` is for: `2026-11-22T10:00:00`.
+    private var second: Int = -1
+    private var secondsText: [UInt8] = []
+
+    /// The lines formatted so far, one after the other; valid until the next change.
+    var output: UnsafeBufferPointer<UInt8> { bytes.contents }
+
+    /// Forgets the lines formatted so far (keeping the buffer).
+    mutating func reset() { bytes.count = 0 }
+
+    /// Appends the line of `entry` (newline included) to ``output``.
+    mutating func appendLine(for entry: JournalEntry) {
+        append("{\"version\":")
+        appendInteger(entry.version)
+        append(",\"identifier\":")
+        appendString(entry.action.identifier)
+        appendPayload(of: entry.action)
+        append(",\"time\":\"")
+        appendTime(entry.time)
+        append("\"")
+        if let batch = entry.batch {
+            append(",\"batch\":")
+            appendInteger(batch)
+        }
+        if let patch = entry.patch {
+            append(",\"patch\":")
+            appendText(patch)
+        }
+        append("}\n")
+    }
+
+    /// How each action type's payload is printed, found once per type: a protocol cast
+    /// (`as? any Encodable`) costs thousands of instructions, a lookup here tens.
+    private enum Kind {
+        case json, recordable, other
+        case encodable((any Action) -> JSONValue?)
+    }
+    private var kinds: [ObjectIdentifier: Kind] = [:]
+    /// The last type looked up: a journal's entries are often of one type in a row.
+    private var lastType: ObjectIdentifier?
+    private var lastKind = Kind.other
+
+    private mutating func kind(of action: any Action) -> Kind {
+        let type = ObjectIdentifier(Swift.type(of: action))
+        if type == lastType { return lastKind }
+        lastType = type
+        if let kind = kinds[type] {
+            lastKind = kind
+            return kind
+        }
+        let kind: Kind
+        if action is JSONAction {
+            kind = .json
+        } else if action is any JournalRecordable {
+            kind = .recordable
+        } else if let encodable = action as? any Encodable {
+            kind = .encodable(Self.encoder(for: encodable))
+        } else {
+            kind = .other
+        }
+        kinds[type] = kind
+        lastKind = kind
+        return kind
+    }
+
+    /// Encodes actions of `sample`'s type to a ``JSONValue`` through the snapshot coder; the
+    /// cast back to the type is to a concrete type, which is cheap.
+    private static func encoder<E: Encodable>(for sample: E) -> (any Action) -> JSONValue? {
+        let encoder = SnapshotEncoder()
+        let tape = SnapshotTape()
+        return { action in
+            guard let action = action as? E, (try? encoder.encode(action, into: tape)) != nil else { return nil }
+            return try? SnapshotDecoder.decode(JSONValue.self, from: tape)
+        }
+    }
+
+    private mutating func appendPayload(of action: any Action) {
+        switch kind(of: action) {
+        case .other:
+            append(",\"replayable\":false")
+            return
+        case .encodable(let encode):
+            let start = bytes.count
+            if let value = encode(action) {
+                append(",\"payload\":")
+                if appendValue(value) {
+                    append(",\"typed\":true")
+                    return
+                }
+            }
+            bytes.count = start
+            append(",\"replayable\":false")
+            return
+        case .json, .recordable:
+            break
+        }
+        if let action = action as? JSONAction {
+            guard let payload = action.payload else { return }
+            let start = bytes.count
+            append(",\"payload\":")
+            if !appendValue(payload) {
+                bytes.count = start
+                append(",\"replayable\":false")
+            }
+            return
+        }
+        if let action = action as? any JournalRecordable {
+            guard let tree = action.journalPayload else { return }
+            if let text = try? JSONCText.print(tree) {
+                append(",\"payload\":")
+                appendText(text)
+            } else {
+                append(",\"replayable\":false")
+            }
+            return
+        }
+        append(",\"replayable\":false")
+    }
+
+    /// Prints `value` as JSON; `false` (with part of it printed) for a non-finite number.
+    private mutating func appendValue(_ value: JSONValue) -> Bool {
+        switch value {
+        case .null: append("null")
+        case .bool(let flag): append(flag ? "true" : "false")
+        case .int(let number): append(number)
+        case .uint(let number): appendInteger(number)
+        case .double(let number):
+            guard number.isFinite else { return false }
+            appendText(number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) + ".0" : "\(number)")
+        case .string(let text): appendString(text)
+        case .array(let elements):
+            append("[")
+            for (index, element) in elements.enumerated() {
+                if index > 0 { append(",") }
+                guard appendValue(element) else { return false }
+            }
+            append("]")
+        case .object(let members):
+            append("{")
+            var first = true
+            for (key, member) in members {
+                if !first { append(",") }
+                first = false
+                appendString(key)
+                append(":")
+                guard appendValue(member) else { return false }
+            }
+            append("}")
+        }
+        return true
+    }
+
+    private mutating func append(_ text: StaticString) {
+        bytes.append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private mutating func appendText(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes.append($0) }
+    }
+
+    private mutating func appendInteger(_ value: UInt64) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for 20 digits, filled from the end
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            var rest = value
+            repeat {
+                index -= 1
+                buffer[index] = 0x30 + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            bytes.append(UnsafeBufferPointer(
+                start: buffer.baseAddress!.assumingMemoryBound(to: UInt8.self) + index,
+                count: buffer.count - index))
+        }
+    }
+
+    private mutating func append(_ value: Int64) {
+        if value < 0 {
+            bytes.append(0x2D)
+            appendInteger(value.magnitude)
+        } else {
+            appendInteger(UInt64(value))
+        }
+    }
+
+    /// A JSON string: quotes, and `\"`, `\\` and `\u00XX` for control characters.
+    private mutating func appendString(_ text: String) {
+        var text = text
+        let plain = text.withUTF8 { utf8 in
+            // Most identifiers need no escape: copied at once.
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            bytes.append(0x22)
+            bytes.append(utf8)
+            bytes.append(0x22)
+            return true
+        }
+        if plain { return }
+        bytes.append(0x22)
+        for byte in text.utf8 {
+            switch byte {
+            case 0x22: bytes.append(0x5C); bytes.append(0x22)
+            case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+            case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+            case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+            case 0x09: bytes.append(0x5C); bytes.append(0x74)
+            case 0..<0x20:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                for escaped in [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]] {
+                    bytes.append(escaped)
+                }
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(0x22)
+    }
+
+    /// `2026-11-22T10:00:00.000Z`; the part before the milliseconds is made once per second.
+    private mutating func appendTime(_ time: timespec) {
+        if Int(time.tv_sec) != second {
+            second = Int(time.tv_sec)
+            var seconds = time.tv_sec
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            secondsText = Array(("\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+                + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))").utf8)
+        }
+        secondsText.withUnsafeBufferPointer { bytes.append($0) }
+        let milliseconds = Int(time.tv_nsec / 1_000_000)
+        bytes.append(0x2E)
+        bytes.append(0x30 + UInt8(milliseconds / 100))
+        bytes.append(0x30 + UInt8(milliseconds / 10 % 10))
+        bytes.append(0x30 + UInt8(milliseconds % 10))
+        bytes.append(0x5A)
+    }
+}
+
+/// A growable byte buffer whose appends are a capacity test and a `memcpy` (an array's
+/// `append(contentsOf:)` cost about 90 instructions a call here, five calls a line).
+struct ByteBuffer: ~Copyable {
+    private var start: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    var count = 0
+
+    init() {
+        capacity = 1 << 16
+        start = .allocate(capacity: capacity)
+    }
+
+    deinit { start.deallocate() }
+
+    var contents: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: start, count: count) }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        if count == capacity { grow(to: count + 1) }
+        start[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        if count + bytes.count > capacity { grow(to: count + bytes.count) }
+        (start + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    private mutating func grow(to needed: Int) {
+        var newCapacity = capacity * 2
+        while newCapacity < needed { newCapacity *= 2 }
+        let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        bigger.update(from: start, count: count)
+        start.deallocate()
+        start = bigger
+        capacity = newCapacity
+    }
+}
