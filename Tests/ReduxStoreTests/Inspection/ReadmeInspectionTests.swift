@@ -1,0 +1,50 @@
+import ReduxStore
+import ReduxStoreTestSupport
+import Testing
+
+// The README's "Inspecting a store" examples, as written there.
+
+private struct Todo: Codable, Equatable, Sendable { var title: String; var done = false }
+private struct AppState: Codable, Equatable, Sendable { var todos: [Todo] = [] }
+private struct AddTodo: Action, Codable { var identifier: String { "todo.add" }; var title: String }
+
+private let reducer: Reducer<AppState> = { state, action in
+    if let add = action as? AddTodo { state.todos.append(Todo(title: add.title)) }
+}
+
+@Suite("The README's inspection examples")
+struct ReadmeInspectionTests {
+    @Test("journal, replay, time travel, what changed")
+    func examples() throws {
+        let path = temporaryFolder() + "/app.journal"
+        let store = Store(reducers: [reducer], state: AppState())
+        let operations = Recorder<String>()
+        store.addObserver(includingPatch: true) { note in
+            for operation in note.patch ?? [] { operations.append("\(operation.op) \(operation.path)") }
+        }
+        store.keepHistory(100)                             // the encoded snapshots of the last 100 versions
+
+        var options = JournalOptions()
+        options.recordPatches = true                       // optional: each line also carries its patch
+        try store.startJournal(at: path, options: options)
+        store.dispatchAction(AddTodo(title: "milk"))
+        store.dispatchAction(AddTodo(title: "eggs"))
+        store.stopJournal()                                // writes what is queued; the deinit does too
+        let line = try #require(readText(path)?.split(separator: "\n").first)
+        #expect(line.hasPrefix(#"{"version":1,"identifier":"todo.add","payload":{"title":"milk"},"typed":true,"time":""#))
+        // (Object members keep no order: JSONValue objects are dictionaries.)
+        #expect(line.contains(#","patch":[{"op":"add","path":"/todos/0","value":{"#))
+        #expect(line.contains(#""title":"milk""#) && line.contains(#""done":false"#))
+
+        var actions = ActionTypes()                        // the registry the C bridge uses too
+        actions.register(AddTodo.self, for: "todo.add")
+        let replayed = try Store(replaying: path, from: AppState(),
+                                 reducers: [reducer], actions: actions, through: 1)
+        #expect(replayed.currentState().todos.map(\.title) == ["milk"])
+
+        try store.restore(version: store.historyVersions.first!)
+        #expect(store.currentState().todos.isEmpty)
+        #expect(store.version == 3)
+        #expect(operations.all == ["add /todos/0", "add /todos/1", "remove /todos/1", "remove /todos/0"])
+    }
+}
