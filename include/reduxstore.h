@@ -406,6 +406,61 @@ RDX_API rdx_status rdx_store_start_journal(rdx_store *store, const char *path, b
  */
 RDX_API rdx_status rdx_store_stop_journal(rdx_store *store);
 
+/* ---- Inspection: diff and patch of json-c trees (RFC 6902) ------------------------------- */
+
+/*
+ * The JSON Patch (RFC 6902) that turns `from` into `to`, both borrowed and never changed: a NEW
+ * json-c array (release it with json_object_put()) of operations
+ * {"op": "add" | "remove" | "replace", "path": "<JSON Pointer>", "value": ...} ("value" is
+ * absent for remove, and a JSON null value is "value": null), which rdx_json_patch() applies to
+ * a tree equal to `from` to make it equal to `to`. Equal trees give an empty array.
+ * Objects are compared by key (removes, then changes inside shared members, then adds, each in
+ * sorted key order); arrays by index (changes inside shared elements, then the extra elements of
+ * `to` added in increasing index order, or the extra elements of `from` removed from the end
+ * backwards); values of different kinds, and unequal scalars, are replaced whole ("path": ""
+ * when the roots differ so). Numbers are compared by value: 1 and 1.0 are equal. One changed
+ * field of one element of a 100,000-element array is one operation,
+ * {"op": "replace", "path": "/todos/12345/done", "value": true}.
+ * Returns NULL on failure, and rdx_last_error() says why: `from` or `to` is NULL (RDX_EINVAL's
+ * words: json-c holds JSON null as a NULL pointer, so a null document cannot be passed; trees
+ * must be non-NULL), nested deeper than RDX_MAX_NESTING_DEPTH or a patch that would be (the
+ * array and the operation object count as two levels: only a value that replaces the whole root
+ * and is nested 255 deep or more is refused so) (RDX_ELIMIT's), a non-finite number in either
+ * (RDX_EDECODE's), memory (RDX_ENOMEM's).
+ * Cost: both trees are read whole; then elements and members are compared, and only unequal ones
+ * looked into. Touches only the two trees: call it on trees no other thread changes meanwhile.
+ */
+RDX_API json_object *rdx_json_diff(json_object *from, json_object *to);
+
+/*
+ * Applies the JSON Patch `patch` (borrowed: an array of add, remove and replace operations, as
+ * rdx_json_diff() makes; RFC 6902's semantics, "-" as an array index appends) to `document` in
+ * place. All or nothing: the operations are applied in order to a copy, and the document is
+ * changed only when every one of them applied, and then only where it differs: members and
+ * elements whose value stays are the same json_object nodes as before, printed as before, so a
+ * pointer into the document stays valid unless the patch removed or replaced its node (or one
+ * of the containers around it).
+ * Returns RDX_OK;
+ *   RDX_EINVAL  a NULL document or patch, or a patch that would change the document into another
+ *               kind (an object into an array or a number: a json_object cannot become another
+ *               kind in place), or change a document that is not an object or an array;
+ *   RDX_EDECODE a patch that is not an array of operations ("patch[1].op: \"move\" is not
+ *               supported: only add, remove and replace"), or an operation that does not apply,
+ *               named by its index and path ("patch[2]: path \"/todos/7\": no such element:
+ *               the array at \"/todos\" has 5 elements"): a member or element that does not
+ *               exist, an index past the end, a path that is not a JSON Pointer; a non-finite
+ *               number in either tree; a new key with a NUL character;
+ *   RDX_ELIMIT  the document or the patch nested deeper than RDX_MAX_NESTING_DEPTH, or a document
+ *               the patch would make so;
+ *   RDX_ENOMEM  memory ran out.
+ * On every failure the document is unchanged, except when memory runs out while the changes are
+ * written into it (after every operation applied): then part of them may be.
+ * Cost: the document is read whole and compared with the patched value: O(size of the
+ * document), however small the patch. Touches only the two trees: call it on trees no other
+ * thread uses meanwhile.
+ */
+RDX_API rdx_status rdx_json_patch(json_object *document, json_object *patch);
+
 #ifdef __cplusplus
 }
 #endif
