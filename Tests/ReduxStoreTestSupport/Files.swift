@@ -51,3 +51,19 @@ public func folderEntries(_ folder: String) -> [String] {
     }
     return names.sorted()
 }
+
+/// The path of an executable of this package built beside the running test binary (the test
+/// binary may sit inside a bundle folder, name.xctest/...: the walk goes up to the bin folder).
+public func siblingExecutable(_ name: String) -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    precondition(length > 0, "readlink /proc/self/exe failed")
+    var path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    while let last = path.last, last != "/" { path.removeLast() }
+    // Inside a bundle (…/name.xctest/…): from the first ".xctest/" back to the folder above it.
+    let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+    if let bundle = parts.firstIndex(where: { $0.hasSuffix(".xctest") }) {
+        path = parts[..<bundle].joined(separator: "/") + "/"
+    }
+    return path + name
+}

@@ -15,21 +15,6 @@ private func waitForSave(_ path: String, version: UInt64) -> Bool {
     return false
 }
 
-/// The path of an executable built beside the test binary.
-private func sibling(_ name: String) -> String {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    precondition(length > 0, "readlink /proc/self/exe failed")
-    var path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    while let last = path.last, last != "/" { path.removeLast() }
-    // The test binary may sit inside a bundle folder (name.xctest/...): walk up to the bin folder.
-    if let range = path.range(of: ".xctest/") {
-        path = String(path[..<range.lowerBound])
-        while let last = path.last, last != "/" { path.removeLast() }
-    }
-    return path + name
-}
-
 @Suite("Autosave: off the dispatch path, after N actions or a quiet time, and at exit", .serialized)
 struct StoreAutosaveTests {
     @Test("after every N actions the state is saved without anyone asking")
@@ -87,7 +72,7 @@ struct StoreAutosaveTests {
     func atExit(mode: String) throws {
         // "drop": the store is freed, with its changes unsaved, before the process exits.
         let path = temporaryFolder() + "/exit.json"
-        let program = sibling("reduxstore-autosave-exit-check")
+        let program = siblingExecutable("reduxstore-autosave-exit-check")
         var pid = pid_t()
         let argv: [UnsafeMutablePointer<CChar>?] = [
             strdup(program), strdup(path), strdup("41"), strdup(mode), nil,

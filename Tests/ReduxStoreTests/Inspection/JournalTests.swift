@@ -264,7 +264,7 @@ struct JournalTests {
     @Test("SIGKILL while writing leaves only whole lines", arguments: 0..<4)
     func killed(_ round: Int) throws {
         let path = temporaryFolder() + "/journal.jsonl"
-        let program = journalSibling("reduxstore-journal-kill-check")
+        let program = siblingExecutable("reduxstore-journal-kill-check")
         var pid = pid_t()
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(program), strdup(path), nil]
         defer { for arg in argv { free(arg) } }
@@ -368,17 +368,4 @@ struct PatchObserverTests {
         store.dispatchAction(Add(amount: 1))
         #expect(seen.all == [true])
     }
-}
-
-private func journalSibling(_ name: String) -> String {
-    var buffer = [CChar](repeating: 0, count: 4096)
-    let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-    precondition(length > 0, "readlink /proc/self/exe failed")
-    var path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    while let last = path.last, last != "/" { path.removeLast() }
-    if let range = path.range(of: ".xctest/") {
-        path = String(path[..<range.lowerBound])
-        while let last = path.last, last != "/" { path.removeLast() }
-    }
-    return path + name
 }
