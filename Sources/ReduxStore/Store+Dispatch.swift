@@ -55,14 +55,10 @@ extension Store {
         }
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
-        if let recorder = core.pointee.recorder {
-            // A journal or history is on: the round may carry a patch, and a full journal queue
-            // makes this thread wait once the lock is released.
-            let round = roundLocked(for: action, at: version)
-            let journal = recorder.takeJournalToWaitFor()
-            self.core.unlock()
-            journal?.waitForRoom()
-            if let round { deliver(round, context: context) }
+        if core.pointee.recorder != nil {
+            // A journal or history is on: patches for observers, and a full journal queue
+            // makes this thread wait once the lock is released. Off the fast path.
+            recordedRoundAndDeliver(action, at: version, context: context)
             return
         }
         guard core.pointee.observers.count > 0, action.notifiesObservers else {
@@ -84,6 +80,19 @@ extension Store {
                 notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
                 observers: observers, selectionsChanged: selectionsChanged),
             context: context)
+    }
+
+    /// The end of ``reduceAndNotify(_:on:)`` when a recorder is on. The caller holds the lock,
+    /// which this releases.
+    @inline(never)
+    private func recordedRoundAndDeliver(
+        _ action: any Action, at version: UInt64, context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        let round = roundLocked(for: action, at: version)
+        let journal = core.valuePointer.pointee.recorder?.takeJournalToWaitFor()
+        self.core.unlock()
+        journal?.waitForRoom()
+        if let round { deliver(round, context: context) }
     }
 
     /// Applies `actions` as one: each passes the middleware (if any) first; then those that
@@ -211,16 +220,13 @@ extension Store {
             // Only selecting observers, and none of their values changed: nobody to call.
             if !selectionsChanged && observers.onlySelecting { return nil }
         }
-        let notification =
-            if observers.wantsPatches, let recorder = core.valuePointer.pointee.recorder {
-                StoreNotification(
-                    stateDidChangeAt: version, actionIdentifier: action.identifier,
-                    patch: recorder.takePendingPatch())
-            } else {
-                StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier)
-            }
+        if observers.wantsPatches, let recorder = core.valuePointer.pointee.recorder {
+            let patch = recorder.takePendingPatch()
+            for entry in observers.patchObservers { entry.pendingPatches?.put(patch, at: version) }
+        }
         return NotificationRound(
-            notification: notification, observers: observers, selectionsChanged: selectionsChanged)
+            notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
+            observers: observers, selectionsChanged: selectionsChanged)
     }
 
     /// Reads and compares the values of the selecting observers after the action applied as

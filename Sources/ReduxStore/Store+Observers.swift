@@ -61,27 +61,36 @@ extension Store {
         addObserver(named: name, queue: queue, onRelease: nil, using: block)
     }
 
-    /// ``addObserver(forName:queue:using:)``, and with `includingPatch` the notifications
-    /// carry what each action changed: ``StoreNotification/patch``, RFC 6902 operations on the
-    /// state's JSON form (for a batch, its actions' operations in order).
+    /// Registers a synchronous observer that is also told what each action changed: `block`
+    /// gets the notification and the action's patch, RFC 6902 operations on the state's JSON
+    /// form (for a batch, its actions' operations in order; for actions that did not notify
+    /// before it, theirs too).
     ///
     /// ```swift
-    /// store.addObserver(includingPatch: true) { note in
-    ///     for operation in note.patch ?? [] { print(operation.op, operation.path) }
+    /// store.addObserver(includingPatch: true) { note, patch in
+    ///     for operation in patch { print(operation.op, operation.path) }
     /// }
     /// ```
     ///
-    /// Cost: while such an observer is registered, each applied action encodes the state and
-    /// diffs it with the state before (the diff looks only into what changed). The patch of an
-    /// action applied before the observer was added is not known; the first patch starts there.
+    /// It follows the rules of ``addObserver(forName:queue:using:)`` for an observer without a
+    /// queue. With `includingPatch` false it is such an observer, and `patch` is always empty.
+    ///
+    /// Cost: while an observer with `includingPatch` is registered, each applied action encodes
+    /// the state and diffs it with the state before (the diff looks only into what changed).
+    /// The first patch starts from the state when the observer was added.
     @discardableResult
     public func addObserver(
         forName name: StoreNotification.Name = .stateDidChange,
-        queue: DispatchQueue? = nil,
         includingPatch: Bool,
-        using block: @escaping @Sendable (StoreNotification) -> Void
+        using block: @escaping @Sendable (StoreNotification, [JSONPatch.Operation]) -> Void
     ) -> ObserverToken {
-        addObserver(named: name, queue: queue, onRelease: nil, wantsPatch: includingPatch, using: block)
+        guard includingPatch else {
+            return addObserver(named: name, queue: nil, onRelease: nil) { block($0, []) }
+        }
+        let pending = PendingPatches()
+        return addObserver(named: name, queue: nil, onRelease: nil, pendingPatches: pending) { note in
+            block(note, pending.take(at: note.version))
+        }
     }
 
     /// Registers an observer of `name`, or of every notification when `name` is `nil`.
@@ -98,11 +107,11 @@ extension Store {
         queue: DispatchQueue?,
         onRelease: (@Sendable () -> Void)?,
         selection: StateSelection? = nil,
-        wantsPatch: Bool = false,
+        pendingPatches: PendingPatches? = nil,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         withCoreLocked { core, insideReducer in
-            if wantsPatch {
+            if pendingPatches != nil {
                 // Patches need the state as JSON after the last action: from now on.
                 let recorder = core.pointee.recorder ?? Recorder()
                 if recorder.lastValue == nil, !insideReducer || readableInsideReducer {
@@ -118,7 +127,7 @@ extension Store {
             if !insideReducer { selection?.start(state: stateAddress) }
             let entry = ObserverEntry(
                 name: name, queue: queue, firstVersion: first, onRelease: onRelease,
-                selection: selection, wantsPatch: wantsPatch, block: block)
+                selection: selection, pendingPatches: pendingPatches, block: block)
             core.pointee.observers = ObserverList(core.pointee.observers.entries + [entry])
             return entry.token
         }

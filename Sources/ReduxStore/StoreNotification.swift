@@ -1,75 +1,60 @@
 /// What an observer is told after an action was applied: ReduxObjC's `StateDidChange`
 /// notification, as a value.
 public struct StoreNotification: Sendable, Hashable {
-    /// The notification's name; the store posts ``Name/stateDidChange``.
-    public var name: Name { customName ?? .stateDidChange }
+    /// The notification's name; the store posts ``Name/stateDidChange`` and, after
+    /// ``Store/restore(version:)``, ``Name/stateDidRestore``.
+    public var name: Name { custom?.name ?? .stateDidChange }
     /// The store's version after the action: 1 for the first action applied, +1 for each after it.
     public let version: UInt64
     /// The identifier of the action that was applied.
     public let actionIdentifier: String
     /// For ``Name/stateDidRestore``: the version whose state was restored
     /// (``Store/restore(version:)``); `nil` otherwise.
-    public var restoredVersion: UInt64? { extra?.restoredVersion }
-    /// What the action changed, as RFC 6902 operations on the state's JSON form, when an
-    /// observer of the store asked for patches (``Store/addObserver(forName:queue:includingPatch:using:)``);
-    /// `nil` otherwise. For a batch: the patches of its actions, in order.
-    public var patch: [JSONPatch.Operation]? { extra?.patch }
-    /// What few notifications carry (a restored version, a patch), kept apart: a dispatch's
-    /// notification holds `nil` here, one word, so making and copying it stays cheap.
-    private let extra: Extra?
-    private final class Extra: Sendable {
+    public var restoredVersion: UInt64? { custom?.restoredVersion }
+    /// The name and restored version unless the name is ``Name/stateDidChange`` and there is
+    /// none (then `nil`): the notification a dispatch makes holds one empty word here, so
+    /// making, copying and matching it costs no reference counting and no string comparison.
+    private let custom: Custom?
+
+    private final class Custom: Sendable {
+        let name: Name
         let restoredVersion: UInt64?
-        let patch: [JSONPatch.Operation]?
-        init(restoredVersion: UInt64?, patch: [JSONPatch.Operation]?) {
+        init(name: Name, restoredVersion: UInt64?) {
+            self.name = name
             self.restoredVersion = restoredVersion
-            self.patch = patch
         }
     }
-    /// The name unless it is ``Name/stateDidChange`` (then `nil`): the notification a dispatch
-    /// makes holds no name string, so making, copying and matching it costs no string
-    /// reference counting and no string comparison.
-    private let customName: Name?
 
     /// Creates a notification value (the store makes them; tests and adapters may too).
-    public init(
-        name: Name, version: UInt64, actionIdentifier: String, restoredVersion: UInt64? = nil,
-        patch: [JSONPatch.Operation]? = nil
-    ) {
-        self.customName = name
+    public init(name: Name, version: UInt64, actionIdentifier: String) {
+        self.init(name: name, version: version, actionIdentifier: actionIdentifier, restoredVersion: nil)
+    }
+
+    /// Creates a notification that carries the version a restore came from.
+    public init(name: Name, version: UInt64, actionIdentifier: String, restoredVersion: UInt64?) {
+        self.custom = Custom(name: name, restoredVersion: restoredVersion)
         self.version = version
         self.actionIdentifier = actionIdentifier
-        self.extra = restoredVersion == nil && patch == nil
-            ? nil : Extra(restoredVersion: restoredVersion, patch: patch)
     }
 
     /// A ``Name/stateDidChange`` notification, as a dispatch makes it.
     @inline(__always)
     package init(stateDidChangeAt version: UInt64, actionIdentifier: String) {
-        self.customName = nil
+        self.custom = nil
         self.version = version
         self.actionIdentifier = actionIdentifier
-        self.extra = nil
-    }
-
-    /// A ``Name/stateDidChange`` notification with the action's patch.
-    package init(stateDidChangeAt version: UInt64, actionIdentifier: String, patch: [JSONPatch.Operation]) {
-        self.customName = nil
-        self.version = version
-        self.actionIdentifier = actionIdentifier
-        self.extra = Extra(restoredVersion: nil, patch: patch)
     }
 
     /// Whether this is a ``Name/stateDidChange`` notification as a dispatch makes it (no string
     /// comparison); `false` for one made with ``init(name:version:actionIdentifier:)``, whose
     /// name is then compared as a string.
     @inline(__always)
-    package var isStateDidChange: Bool { customName == nil }
+    package var isStateDidChange: Bool { custom == nil }
 
     // Equal and hashed by the name, whichever way it is held.
     public static func == (lhs: StoreNotification, rhs: StoreNotification) -> Bool {
         lhs.version == rhs.version && lhs.actionIdentifier == rhs.actionIdentifier
-            && lhs.restoredVersion == rhs.restoredVersion && lhs.patch == rhs.patch
-            && lhs.name == rhs.name
+            && lhs.restoredVersion == rhs.restoredVersion && lhs.name == rhs.name
     }
 
     public func hash(into hasher: inout Hasher) {

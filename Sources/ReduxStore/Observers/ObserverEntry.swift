@@ -33,8 +33,11 @@ final class ObserverEntry: @unchecked Sendable {
     /// lock; the observer is called only for rounds in which some selected value changed (its
     /// block then checks its own).
     let selection: StateSelection?
-    /// Whether the observer asked for each action's patch (``StoreNotification/patch``).
-    let wantsPatch: Bool
+    /// For an observer that asked what each action changed: the patches of the rounds not yet
+    /// delivered to it. The store adds them under its lock when it makes a round (so a round
+    /// stays as small as before); the observer's block takes its own.
+    let pendingPatches: PendingPatches?
+    var wantsPatch: Bool { pendingPatches != nil }
     /// Runs once, from deinit, when the observer can never be called again.
     let onRelease: (@Sendable () -> Void)?
     /// The first version this observer hears: it is not told of actions applied before it was
@@ -64,11 +67,11 @@ final class ObserverEntry: @unchecked Sendable {
     init(
         name: StoreNotification.Name?, queue: DispatchQueue?, firstVersion: UInt64,
         onRelease: (@Sendable () -> Void)?, selection: StateSelection? = nil,
-        wantsPatch: Bool = false,
+        pendingPatches: PendingPatches? = nil,
         block: @escaping @Sendable (StoreNotification) -> Void
     ) {
         self.selection = selection
-        self.wantsPatch = wantsPatch
+        self.pendingPatches = pendingPatches
         self.token = ObserverToken(
             rawValue: Self.nextToken.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.name = name
@@ -103,6 +106,7 @@ final class ObserverEntry: @unchecked Sendable {
             post(notification)
         }
     }
+
 
     /// Coalesces `notification` with any not yet delivered, and schedules one delivery on the
     /// queue if none is scheduled. Older versions arriving late from other threads are dropped,
@@ -167,6 +171,27 @@ final class ObserverEntry: @unchecked Sendable {
         released.withLock { done in
             done = true
             released.broadcast()
+        }
+    }
+}
+
+/// The patches of the rounds a patch observer was not yet handed, by version.
+@usableFromInline
+package final class PendingPatches: Sendable {
+    private let patches = Locked<[UInt64: [JSONPatch.Operation]]>([:])
+
+    /// Keeps the patch of the round of `version` (under the store's lock).
+    func put(_ patch: [JSONPatch.Operation], at version: UInt64) {
+        patches.withLock { $0[version] = patch }
+    }
+
+    /// The patch of the round of `version`, taken; patches of older rounds, which the observer
+    /// will never be handed, are dropped.
+    func take(at version: UInt64) -> [JSONPatch.Operation] {
+        patches.withLock { pending in
+            let patch = pending.removeValue(forKey: version)
+            if !pending.isEmpty { pending = pending.filter { $0.key > version } }
+            return patch ?? []
         }
     }
 }

@@ -16,6 +16,8 @@ final class ObserverList: Sendable {
     /// Whether an observer asked for each action's patch: the store then diffs the state after
     /// each action (see ``Recorder``).
     let wantsPatches: Bool
+    /// The observers that asked for patches.
+    let patchObservers: [ObserverEntry]
     /// Whether every observer selects a value (then a round where none changed calls nobody).
     let onlySelecting: Bool
 
@@ -25,7 +27,8 @@ final class ObserverList: Sendable {
         self.hasSelections = !selecting.isEmpty
         self.onlySelection = selecting.count == 1 ? Unmanaged.passUnretained(selecting[0]) : nil
         self.onlySelecting = selecting.count == entries.count
-        self.wantsPatches = entries.contains { $0.wantsPatch }
+        self.patchObservers = entries.filter { $0.wantsPatch }
+        self.wantsPatches = !patchObservers.isEmpty
     }
 
     static let empty = ObserverList([])

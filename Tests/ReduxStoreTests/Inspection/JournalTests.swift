@@ -339,9 +339,11 @@ struct PatchObserverTests {
     func patches() throws {
         let store = Store(reducers: [modelReducer], state: Model())
         let patches = Recorder<[JSONPatch.Operation]>()
-        let plain = Recorder<Bool>()
-        store.addObserver(includingPatch: true) { patches.append($0.patch ?? []) }
-        store.addObserver { plain.append($0.patch == nil) }
+        let versions = Recorder<UInt64>()
+        store.addObserver(includingPatch: true) { note, patch in
+            patches.append(patch)
+            versions.append(note.version)
+        }
         store.dispatchAction(Add(amount: 3))
         store.dispatchAction(JSONAction(identifier: "push", payload: "a"))
         store.dispatchAction(JSONAction(identifier: "nothing"))
@@ -352,20 +354,35 @@ struct PatchObserverTests {
         #expect(all[1] == [.add(path: "/items/0", value: "a")])
         #expect(all[2].isEmpty)
         #expect(all[3] == [.replace(path: "/total", value: 4), .remove(path: "/items/0")])
-        // Every observer of the round sees the same notification.
-        #expect(plain.all == [false, false, false, false])
+        #expect(versions.all == [1, 2, 3, 5])
         // Applying the patches to the state before gives the state after.
         var value = JSONValue.object(["total": 0, "items": [], "tags": [:]])
         for patch in all { value = try JSONPatch.apply(patch, to: value) }
         #expect(try value.decode(as: Model.self) == store.currentState())
     }
 
-    @Test("without such an observer, notifications carry no patch")
+    @Test("includingPatch false: an ordinary observer, handed an empty patch")
     func noPatch() {
         let store = Store(reducers: [modelReducer], state: Model())
-        let seen = Recorder<Bool>()
-        store.addObserver { seen.append($0.patch == nil) }
+        let seen = Recorder<Int>()
+        store.addObserver(includingPatch: false) { _, patch in seen.append(patch.count) }
         store.dispatchAction(Add(amount: 1))
-        #expect(seen.all == [true])
+        #expect(seen.all == [0])
+    }
+
+    @Test("a patch observer removed: patches stop; added again: they start from the state then")
+    func removeAndAddAgain() {
+        let store = Store(reducers: [modelReducer], state: Model())
+        let first = Recorder<[JSONPatch.Operation]>()
+        let token = store.addObserver(includingPatch: true) { _, patch in first.append(patch) }
+        store.dispatchAction(Add(amount: 1))
+        #expect(store.removeObserver(token))
+        store.dispatchAction(Add(amount: 1))
+        store.dispatchAction(Add(amount: 1))
+        let second = Recorder<[JSONPatch.Operation]>()
+        store.addObserver(includingPatch: true) { _, patch in second.append(patch) }
+        store.dispatchAction(Add(amount: 1))
+        #expect(first.all == [[.replace(path: "/total", value: 1)]])
+        #expect(second.all == [[.replace(path: "/total", value: 4)]])
     }
 }

@@ -19,8 +19,8 @@ struct ReadmeInspectionTests {
         let path = temporaryFolder() + "/app.journal"
         let store = Store(reducers: [reducer], state: AppState())
         let operations = Recorder<String>()
-        store.addObserver(includingPatch: true) { note in
-            for operation in note.patch ?? [] { operations.append("\(operation.op) \(operation.path)") }
+        store.addObserver(includingPatch: true) { note, patch in
+            for operation in patch { operations.append("\(operation.op) \(operation.path)") }
         }
         store.keepHistory(100)                             // the encoded snapshots of the last 100 versions
 
