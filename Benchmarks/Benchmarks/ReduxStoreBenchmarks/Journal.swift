@@ -3,7 +3,8 @@ import Foundation
 import ReduxStore
 
 /// What inspection costs (issue 10): a dispatch with the journal on (with and without patches),
-/// against the same store without it; a dispatch while the history keeps snapshots; a restore.
+/// against the same store without it; a dispatch while the history keeps snapshots; a restore;
+/// the diff of two large states with one change.
 func registerJournalBenchmarks() {
     let configuration = Benchmark.Configuration(scalingFactor: .kilo)
     let folder = NSTemporaryDirectory() + "reduxstore-bench-journal-\(getpid())"
@@ -48,5 +49,18 @@ func registerJournalBenchmarks() {
         store.keepHistory(1_000_000)
         for index in 0..<10 { store.dispatchAction(Toggle(index: index)) }
         return store
+    }
+
+    // Two 100,000-todo states, as JSON values, that differ in one todo: the diff is one
+    // `replace`, found by walking both (the goal row compares it with a snapshot of that state).
+    Benchmark("inspection.diff.todos100000", configuration: .init(warmupIterations: 1)) { benchmark, states in
+        for _ in benchmark.scaledIterations {
+            blackHole(JSONPatch.diff(from: states.0, to: states.1))
+        }
+    } setup: { () -> (JSONValue, JSONValue) in
+        let list = TodoList(count: 100_000)
+        let before = try! JSONValue(encoding: list)
+        list.todos[50_000].done = true
+        return (before, try! JSONValue(encoding: list))
     }
 }

@@ -60,7 +60,7 @@ package enum JournalReader {
             throw StoreError(.io, "journal \(path): no such file")
         }
         var previous: UInt64?
-        for (fileIndex, file) in files.enumerated() {
+        for file in files {
             let bytes: [UInt8]
             switch try RegularFile.read(file, maximumSize: Int.max / 2) {
             case .bytes(let read): bytes = read
@@ -76,8 +76,7 @@ package enum JournalReader {
                 guard let end else {
                     throw StoreError(
                         .corrupt,
-                        "\(place): the last line is torn (no newline at its end: the writer was stopped mid-line)"
-                            + (fileIndex == files.count - 1 ? "" : ""))
+                        "\(place): the last line is torn (no newline at its end: the writer was stopped mid-line)")
                 }
                 let line = try parse(bytes, start, end, place: place)
                 if let previous {
@@ -131,7 +130,21 @@ package enum JournalReader {
             throw StoreError(.corrupt, "\(place): \"time\" is missing or not a string")
         }
         let payload = member("payload")
-        let batch = member("batch").value
+        let batch = member("batch")
+        let batchStart: UInt64?
+        if batch.found {
+            // A batch's first version: a whole number from 1 to this line's version.
+            let first = json_object_get_int64(batch.value)
+            guard json_object_get_type(batch.value) == json_type_int, first >= 1,
+                first <= json_object_get_int64(version)
+            else {
+                throw StoreError(
+                    .corrupt, "\(place): \"batch\" is not a version from 1 to this line's \"version\"")
+            }
+            batchStart = UInt64(first)
+        } else {
+            batchStart = nil
+        }
         let patch = member("patch")
         return JournalLine(
             version: UInt64(json_object_get_int64(version)),
@@ -139,7 +152,7 @@ package enum JournalReader {
             payload: payload.value, hasPayload: payload.found,
             typed: json_object_get_boolean(member("typed").value) != 0,
             replayable: !(member("replayable").found && json_object_get_boolean(member("replayable").value) == 0),
-            batch: json_object_get_type(batch) == json_type_int ? UInt64(json_object_get_int64(batch)) : nil,
+            batch: batchStart,
             time: String(cString: json_object_get_string(time)),
             patch: patch.found ? patch.value : nil,
             place: place, root: owner)

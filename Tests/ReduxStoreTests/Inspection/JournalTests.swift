@@ -154,7 +154,7 @@ struct JournalTests {
         }
     }
 
-    @Test("a gap, a version going back, a torn last line, an action not replayable: errors naming the line")
+    @Test("a gap, a version going back, a torn last line, an action not replayable, a bad batch: errors naming the line")
     func badJournals() throws {
         let folder = temporaryFolder()
         func replay(_ text: String) -> StoreError? {
@@ -184,6 +184,12 @@ struct JournalTests {
         #expect(replay(notJSON)?.message.contains(":2:") == true)
         let badPayload = good + #"{"version":2,"identifier":"add","payload":{"amount":"x"},"typed":true,\#(time)}"# + "\n"
         #expect(replay(badPayload)?.message.contains(":2:") == true)
+        for batch in ["-1", "0", "3", "\"1\"", "1.5"] {
+            let badBatch = good + #"{"version":2,"identifier":"pop","batch":\#(batch),\#(time)}"# + "\n"
+            #expect(replay(badBatch)?.message.contains(#":2: "batch" is not a version"#) == true, "\(batch)")
+        }
+        let negativeVersion = #"{"version":-1,"identifier":"pop",\#(time)}"# + "\n"
+        #expect(replay(negativeVersion)?.message.contains(#":1: "version" is missing"#) == true)
     }
 
     @Test("files rotate by size; replay reads the rotated files in order")
