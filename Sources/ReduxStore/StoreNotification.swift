@@ -11,9 +11,9 @@ public struct StoreNotification: Sendable, Hashable {
     /// For ``Name/stateDidRestore``: the version whose state was restored
     /// (``Store/restore(version:)``); `nil` otherwise.
     public var restoredVersion: UInt64? { custom?.restoredVersion }
-    /// The name and restored version unless the name is ``Name/stateDidChange`` and there is
-    /// none (then `nil`): the notification a dispatch makes holds one empty word here, so
-    /// making, copying and matching it costs no reference counting and no string comparison.
+    /// The name and restored version, or `nil` for a plain ``Name/stateDidChange``: the
+    /// notification a dispatch makes holds one empty word here, so making, copying and matching
+    /// it costs no reference counting and no string comparison.
     private let custom: Custom?
 
     private final class Custom: Sendable {
@@ -32,22 +32,24 @@ public struct StoreNotification: Sendable, Hashable {
 
     /// Creates a notification that carries the version a restore came from.
     public init(name: Name, version: UInt64, actionIdentifier: String, restoredVersion: UInt64?) {
-        self.custom = Custom(name: name, restoredVersion: restoredVersion)
+        // A plain `stateDidChange` holds nothing here, as a dispatch's does.
+        self.custom = name == .stateDidChange && restoredVersion == nil
+            ? nil : Custom(name: name, restoredVersion: restoredVersion)
         self.version = version
         self.actionIdentifier = actionIdentifier
     }
 
-    /// A ``Name/stateDidChange`` notification, as a dispatch makes it.
+    /// A ``Name/stateDidChange`` notification, as a dispatch makes it: equal to one made with
+    /// ``init(name:version:actionIdentifier:)`` and that name, without comparing the name.
     @inline(__always)
-    package init(stateDidChangeAt version: UInt64, actionIdentifier: String) {
+    public init(stateDidChangeAt version: UInt64, actionIdentifier: String) {
         self.custom = nil
         self.version = version
         self.actionIdentifier = actionIdentifier
     }
 
-    /// Whether this is a ``Name/stateDidChange`` notification as a dispatch makes it (no string
-    /// comparison); `false` for one made with ``init(name:version:actionIdentifier:)``, whose
-    /// name is then compared as a string.
+    /// Whether this is a plain ``Name/stateDidChange`` notification, as a dispatch makes it (no
+    /// string comparison).
     @inline(__always)
     package var isStateDidChange: Bool { custom == nil }
 

@@ -35,7 +35,7 @@ final class PlainStore<State: Sendable>: Sendable {
         }
         if observers.isEmpty { return }
         let notification = StoreNotification(
-            name: .stateDidChange, version: version, actionIdentifier: action.identifier)
+            stateDidChangeAt: version, actionIdentifier: action.identifier)
         for observer in observers { observer(notification) }
     }
 
