@@ -230,27 +230,13 @@ extension Store {
     }
 
     /// Reads and compares the values of the selecting observers after the action applied as
-    /// `version`; returns whether any changed. The caller holds the lock, so the observer list
-    /// and its selections stay alive without references of this call's own (measured: the
-    /// retains and releases were a third of a key-path observer's cost).
+    /// `version`; returns whether any changed (``ObserverList/updateSelections(of:state:version:)``).
+    /// The caller holds the lock.
     @inline(never)
     private func updateSelectionsLocked(at version: UInt64) -> Bool {
-        let list = Unmanaged.passUnretained(core.valuePointer.pointee.observers)
-        return list._withUnsafeGuaranteedRef { observers in
-            if let only = observers.onlySelection {
-                return only._withUnsafeGuaranteedRef {
-                    $0.update(state: stateAddress, version: version)
-                }
-            }
-            return observers.selecting.withUnsafeBufferPointer { selections in
-                var changed = false
-                for index in selections.indices
-                where selections[index].update(state: stateAddress, version: version) {
-                    changed = true
-                }
-                return changed
-            }
-        }
+        ObserverList.updateSelections(
+            of: Unmanaged.passUnretained(core.valuePointer.pointee.observers), state: stateAddress,
+            version: version)
     }
 
     /// Runs the reducers for one action and counts it; returns its version. The caller holds the
