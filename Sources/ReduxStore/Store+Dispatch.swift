@@ -89,9 +89,9 @@ extension Store {
         _ action: any Action, at version: UInt64, context: UnsafeMutablePointer<ThreadContext>
     ) {
         let round = roundLocked(for: action, at: version)
-        let journal = core.valuePointer.pointee.recorder?.takeJournalToWaitFor()
+        let journalWait = core.valuePointer.pointee.recorder?.takeJournalWait()
         self.core.unlock()
-        journal?.waitForRoom()
+        journalWait?.run()
         if let round { deliver(round, context: context) }
     }
 
@@ -189,9 +189,9 @@ extension Store {
         }
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
-        let journalToWaitFor = core.pointee.recorder?.takeJournalToWaitFor()
+        let journalWait = core.pointee.recorder?.takeJournalWait()
         self.core.unlock()
-        journalToWaitFor?.waitForRoom()
+        journalWait?.run()
         if !rounds.isEmpty { deliver(rounds, context: context) }
         for action in deferred {
             if let batch = action as? ActionBatch {
@@ -284,9 +284,9 @@ extension Store {
             : nil
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
-        let journalToWaitFor = core.pointee.recorder?.takeJournalToWaitFor()
+        let journalWait = core.pointee.recorder?.takeJournalWait()
         self.core.unlock()
-        journalToWaitFor?.waitForRoom()
+        journalWait?.run()
         let rounds = [first, restoredRound].compactMap { $0 }
         if !rounds.isEmpty { deliver(rounds, context: context) }
     }

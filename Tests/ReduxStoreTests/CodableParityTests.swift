@@ -546,7 +546,7 @@ struct PRandomWriter: Codable, Equatable, Sendable {
             case 2:
                 program.append(.null(key))
                 held[key] = .scalar
-            case 3, 4 where depth < 4:
+            case 3 where depth < 4, 4 where depth < 4:
                 var inner: [String: Held]
                 switch held[key] {
                 case nil: inner = [:]

@@ -93,6 +93,16 @@ case "journal":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
     unlink("/tmp/profile-journal-\(getpid()).jsonl")
+case "journal-burst":
+    // The dispatching side of the journal: 1,000 dispatches, then the writer catches up.
+    let store = Store(reducers: [add], state: Counter())
+    try! store.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl")
+    for _ in 0..<count / 1_000 {
+        for _ in 0..<1_000 { store.dispatchAction(Increment(amount: 1)) }
+        store.flushJournal()
+    }
+    store.stopJournal()
+    unlink("/tmp/profile-journal-\(getpid()).jsonl")
 case "middleware-pass":
     let store = Store(reducers: [add], state: Counter(), middleware: [{ _, action, next in next(action) }])
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }

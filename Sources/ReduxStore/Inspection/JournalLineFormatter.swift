@@ -4,9 +4,9 @@ import Glibc
 
 /// Formats journal entries as JSON lines, on the journal's writer thread. Made for speed: the
 /// writer must keep up with dispatches, which take tens of nanoseconds, so the line is written
-/// byte by byte into one buffer, the timestamp's date and time are reused within a second, and
-/// payloads are printed from ``JSONValue`` (through the snapshot coder for typed actions), not
-/// through json-c trees.
+/// into one buffer, the timestamp's date and time are reused within a second, the identifier's
+/// quoted text is reused while it repeats, and a typed action's properties are printed straight
+/// from the snapshot tape they are encoded into (no ``JSONValue``, no json-c tree).
 ///
 /// The line: `{"version":N,"identifier":"…","payload":…,"time":"2026-11-22T10:00:00.000Z"}` and
 /// `"typed":true` for a typed action's properties, `"replayable":false` for an action the
@@ -29,7 +29,7 @@ struct JournalLineFormatter: ~Copyable {
         append("{\"version\":")
         appendInteger(entry.version)
         append(",\"identifier\":")
-        appendString(entry.action.identifier)
+        appendIdentifier(entry.action.identifier)
         appendPayload(of: entry.action)
         append(",\"time\":\"")
         appendTime(entry.time)
@@ -49,7 +49,7 @@ struct JournalLineFormatter: ~Copyable {
     /// (`as? any Encodable`) costs thousands of instructions, a lookup here tens.
     private enum Kind {
         case json, recordable, other
-        case encodable((any Action) -> JSONValue?)
+        case encodable((any Action) -> SnapshotTape?)
     }
     private var kinds: [ObjectIdentifier: Kind] = [:]
     /// The last type looked up: a journal's entries are often of one type in a row.
@@ -79,14 +79,15 @@ struct JournalLineFormatter: ~Copyable {
         return kind
     }
 
-    /// Encodes actions of `sample`'s type to a ``JSONValue`` through the snapshot coder; the
-    /// cast back to the type is to a concrete type, which is cheap.
-    private static func encoder<E: Encodable>(for sample: E) -> (any Action) -> JSONValue? {
+    /// Encodes actions of `sample`'s type into a tape of its own, reused from one action to
+    /// the next (the writer thread alone uses it); the cast back to the type is to a concrete
+    /// type, which is cheap.
+    private static func encoder<E: Encodable>(for sample: E) -> (any Action) -> SnapshotTape? {
         let encoder = SnapshotEncoder()
         let tape = SnapshotTape()
         return { action in
             guard let action = action as? E, (try? encoder.encode(action, into: tape)) != nil else { return nil }
-            return try? SnapshotDecoder.decode(JSONValue.self, from: tape)
+            return tape
         }
     }
 
@@ -97,9 +98,9 @@ struct JournalLineFormatter: ~Copyable {
             return
         case .encodable(let encode):
             let start = bytes.count
-            if let value = encode(action) {
+            if let tape = encode(action) {
                 append(",\"payload\":")
-                if appendValue(value) {
+                if appendTape(tape) {
                     append(",\"typed\":true")
                     return
                 }
@@ -166,8 +167,72 @@ struct JournalLineFormatter: ~Copyable {
         return true
     }
 
+    /// Prints the value on `tape` as JSON, keys in encoding order; `false` (with part of it
+    /// printed) for a non-finite number, which JSON cannot hold.
+    private mutating func appendTape(_ tape: SnapshotTape) -> Bool {
+        let buffer = tape.buffer.pointee
+        guard buffer.slotCount > 0 else { return false }
+        return appendTapeValue(0, buffer)
+    }
+
+    private mutating func appendTapeValue(_ node: UInt32, _ tape: TapeBuffer) -> Bool {
+        let slot = tape.slots[Int(node)]
+        switch slot.tag {
+        case .pending: append("{}")
+        case .null: append("null")
+        case .bool: append(slot.payload != 0 ? "true" : "false")
+        case .int: append(Int64(bitPattern: slot.payload))
+        case .uint: appendInteger(slot.payload)
+        case .bigint: appendText(tape.strings[Int(slot.payload)])
+        case .double:
+            let number = Double(bitPattern: slot.payload)
+            guard number.isFinite else { return false }
+            appendText(number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) + ".0" : "\(number)")
+        case .float:
+            let number = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
+            guard number.isFinite else { return false }
+            appendText(number.description)
+        case .string: appendString(tape.strings[Int(slot.payload)])
+        default:
+            let isObject = slot.tag == .object
+            bytes.append(isObject ? 0x7B : 0x5B)
+            var child = slot.first
+            var first = true
+            while child != 0 {
+                if !first { bytes.append(0x2C) }
+                first = false
+                if isObject {
+                    appendString(tape.strings[Int(tape.slots[Int(child)].key)])
+                    bytes.append(0x3A)
+                }
+                guard appendTapeValue(child, tape) else { return false }
+                child = tape.slots[Int(child)].next
+            }
+            bytes.append(isObject ? 0x7D : 0x5D)
+        }
+        return true
+    }
+
+    @inline(__always)
     private mutating func append(_ text: StaticString) {
-        bytes.append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        bytes.appendShort(text.utf8Start, count: text.utf8CodeUnitCount)
+    }
+
+    /// The last identifier printed and its quoted text: an action type's identifier is most
+    /// often the same string each time, which compares equal at once.
+    private var lastIdentifier = ""
+    private var lastIdentifierText = ByteBuffer(capacity: 64)
+
+    private mutating func appendIdentifier(_ identifier: String) {
+        if identifier != lastIdentifier {
+            let start = bytes.count
+            appendString(identifier)
+            lastIdentifier = identifier
+            lastIdentifierText.count = 0
+            lastIdentifierText.append(UnsafeBufferPointer(rebasing: bytes.contents[start...]))
+            return
+        }
+        bytes.append(lastIdentifierText.contents)
     }
 
     private mutating func appendText(_ text: String) {
@@ -259,8 +324,8 @@ struct ByteBuffer: ~Copyable {
     private var capacity: Int
     var count = 0
 
-    init() {
-        capacity = 1 << 16
+    init(capacity: Int = 1 << 16) {
+        self.capacity = capacity
         start = .allocate(capacity: capacity)
     }
 
@@ -281,6 +346,29 @@ struct ByteBuffer: ~Copyable {
         if count + bytes.count > capacity { grow(to: count + bytes.count) }
         (start + count).update(from: source, count: bytes.count)
         count += bytes.count
+    }
+
+    /// Appends `byte` `repeated` times.
+    mutating func append(repeating byte: UInt8, count repeated: Int) {
+        if count + repeated > capacity { grow(to: count + repeated) }
+        (start + count).initialize(repeating: byte, count: repeated)
+        count += repeated
+    }
+
+    /// Replaces the last byte (there is one) with `byte`.
+    mutating func setLast(_ byte: UInt8) {
+        precondition(count > 0)
+        start[count - 1] = byte
+    }
+
+    /// Appends a few bytes (a JSON punctuation run): copied in a loop, which for a handful of
+    /// bytes costs less than a call to `memcpy`.
+    @inline(__always)
+    mutating func appendShort(_ source: UnsafePointer<UInt8>, count added: Int) {
+        if count + added > capacity { grow(to: count + added) }
+        let target = start + count
+        for index in 0..<added { target[index] = source[index] }
+        count += added
     }
 
     private mutating func grow(to needed: Int) {

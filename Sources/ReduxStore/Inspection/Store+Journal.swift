@@ -1,3 +1,5 @@
+import Dispatch
+
 extension Store {
     /// Records every applied action in a journal file, as JSON Lines, off the dispatch path.
     ///
@@ -34,7 +36,7 @@ extension Store {
         if isInsideReducer {
             throw StoreError(.invalidArgument, "startJournal inside a reducer: start it before or after the action")
         }
-        let journal = try Journal(path: path, options: options)
+        let journal = try Journal(path: path, options: options, storeLock: core)
         let previous = withCoreLocked { core, _ -> Journal? in
             let recorder = core.pointee.recorder ?? Recorder()
             let previous = recorder.journal
@@ -50,22 +52,46 @@ extension Store {
 
     /// Stops the journal: writes every entry recorded so far, closes the file. Idempotent;
     /// does nothing when no journal runs. The store's deinit stops its journal the same way.
+    ///
+    /// From inside a reducer, recording stops at once and the file is finished on another
+    /// thread right after (the writer needs the lock the reducer holds).
     public func stopJournal() {
-        let journal = withCoreLocked { core, _ -> Journal? in
-            guard let recorder = core.pointee.recorder else { return nil }
+        let (journal, insideReducer) = withCoreLocked { core, insideReducer -> (Journal?, Bool) in
+            guard let recorder = core.pointee.recorder else { return (nil, insideReducer) }
             let journal = recorder.journal
             recorder.journal = nil
             if !core.pointee.observers.wantsPatches { recorder.lastValue = nil }
             if recorder.isEmpty { core.pointee.recorder = nil }
-            return journal
+            return (journal, insideReducer)
         }
-        journal?.stop()
+        guard let journal else { return }
+        if insideReducer {
+            DispatchQueue.global().async { journal.stop() }
+        } else {
+            journal.stop()
+        }
+    }
+
+    /// Waits until every entry recorded so far is written to the journal file (handed to the
+    /// system: a crash of this process no longer loses it; no `fsync`). Returns at once when no
+    /// journal runs, and from inside a reducer (the writer needs the lock the reducer holds).
+    ///
+    /// ```swift
+    /// store.dispatchAction(Checkout())
+    /// store.flushJournal()   // the checkout's line is in the file now
+    /// ```
+    public func flushJournal() {
+        let target = withCoreLocked { core, insideReducer -> (Journal, UInt64)? in
+            guard !insideReducer, let journal = core.pointee.recorder?.journal else { return nil }
+            return (journal, journal.appendedLocked)
+        }
+        if let (journal, version) = target { journal.flush(through: version) }
     }
 
     /// Entries the running journal dropped because its queue was full
     /// (``JournalOptions/Overflow/drop``); 0 when no journal runs.
     public var journalDroppedEntries: Int {
-        withCoreLocked { core, _ in core.pointee.recorder?.journal }?.droppedEntries ?? 0
+        withCoreLocked { core, _ in core.pointee.recorder?.journal?.droppedEntriesLocked } ?? 0
     }
 
     /// The last error the running journal's writer met (a full disk, say), if any.

@@ -256,6 +256,110 @@ struct JournalTests {
         #expect(lines(path).count == 500)
     }
 
+    @Test("flushJournal: every line recorded so far is in the file, the journal still running")
+    func flush() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        store.flushJournal()  // no journal: returns at once
+        try store.startJournal(at: path)
+        for round in 1...3 {
+            for _ in 0..<100 { store.dispatchAction(Add(amount: 1)) }
+            store.flushJournal()
+            #expect(lines(path).count == 100 * round)
+        }
+        store.stopJournal()
+    }
+
+    @Test("stopJournal and flushJournal inside a reducer neither deadlock nor lose a line")
+    func insideReducer() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let holder = WeakStore<Model>()
+        let store = Store(reducers: [modelReducer, { _, action in
+            guard (action as? JSONAction)?.identifier == "stop" else { return }
+            holder.store?.flushJournal()
+            holder.store?.stopJournal()
+        }], state: Model())
+        holder.store = store
+        try store.startJournal(at: path)
+        for _ in 0..<50 { store.dispatchAction(Add(amount: 1)) }
+        store.dispatchAction(JSONAction(identifier: "stop"))
+        store.dispatchAction(Add(amount: 1))  // not recorded: the journal stopped
+        // The file is finished on another thread: wait for the 50 lines.
+        var waited = 0
+        while lines(path).count < 50, waited < 5_000 {
+            sleepBriefly()
+            waited += 1
+        }
+        #expect(lines(path).count == 50)
+    }
+
+    @Test("typed payloads of every kind are written as JSON and replay to the same actions")
+    func typedPayloads() throws {
+        struct Odd: Action, Codable, Equatable {
+            var text = "quote \" backslash \\ newline \n tab \t bell \u{07} é 🎉"
+            var float: Float = 0.1
+            var double = 2.5
+            var whole = 3.0
+            var negative: Int64 = .min
+            var big: UInt64 = .max
+            var nested: [[Int?]] = [[1, nil], [], [3]]
+            var none: String? = nil
+            var flags = [true, false]
+            var identifier: String { "odd" }
+        }
+        struct Log: Codable, Equatable, Sendable { var seen: [Odd] = [] }
+        let path = temporaryFolder() + "/journal.jsonl"
+        let reducer: Reducer<Log> = { state, action in
+            if let odd = action as? Odd { state.seen.append(odd) }
+        }
+        let store = Store(reducers: [reducer], state: Log())
+        try store.startJournal(at: path)
+        store.dispatchAction(Odd())
+        var other = Odd()
+        other.text = ""
+        other.nested = []
+        other.none = "some"
+        store.dispatchAction(other)
+        var notFinite = Odd()
+        notFinite.double = .nan
+        store.dispatchAction(notFinite)  // JSON cannot hold NaN: recorded as not replayable
+        store.stopJournal()
+        let entries = lines(path)
+        #expect(entries.count == 3)
+        #expect(entries[2]["replayable"] as? Bool == false)
+        #expect(entries[2]["payload"] == nil)
+        var actions = ActionTypes()
+        actions.register(Odd.self, for: "odd")
+        let replayed = try Store(
+            replaying: path, from: Log(), reducers: [reducer], actions: actions, through: 2)
+        #expect(replayed.currentState() == Log(seen: [Odd(), other]))
+    }
+
+    @Test("no line of at most a page crosses a 4 KiB page of the file")
+    func linesStayInPages() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        try store.startJournal(at: path)
+        var random = SystemRandomNumberGenerator()
+        for index in 0..<3_000 {
+            let length = Int.random(in: 0..<900, using: &random)
+            store.dispatchAction(JSONAction(identifier: "push", payload: .string(String(repeating: "x", count: length))))
+            if index % 500 == 0 { store.flushJournal() }  // some lines start a new batch
+        }
+        store.stopJournal()
+        let bytes = try #require(FileManager.default.contents(atPath: path))
+        var start = 0
+        var count = 0
+        for (index, byte) in bytes.enumerated() where byte == 0x0A {
+            #expect(start / 4096 == index / 4096, "line \(count + 1) crosses a page")
+            start = index + 1
+            count += 1
+        }
+        #expect(count == 3_000)
+        #expect(try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+            .currentState().items.count == 3_000)
+    }
+
     @Test("bad options and a folder are refused")
     func badStart() {
         let folder = temporaryFolder()
