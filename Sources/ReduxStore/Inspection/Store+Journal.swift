@@ -20,9 +20,10 @@ extension Store {
     /// RFC 6902 patch.
     ///
     /// The dispatch path only appends the entry to a bounded queue (under the store's lock); a
-    /// thread of the journal's own formats and writes the lines (no write crosses a page of the
-    /// file, so a crash, SIGKILL included, never leaves half a line of at most 4 KiB), and
-    /// rotates the file by size. A full queue blocks the dispatcher (after it released the lock)
+    /// thread of the journal's own formats and writes the lines (no line crosses a page of the
+    /// file, and Linux cuts a write short only between pages, so a crash, SIGKILL included,
+    /// never leaves half a line of at most 4 KiB), and rotates the file by size. `"time"` is
+    /// when the action was applied, to within the kernel's clock tick (a few milliseconds). A full queue blocks the dispatcher (after it released the lock)
     /// or drops and counts the entry, per ``JournalOptions/overflow``. A file left with a torn
     /// last line by a crash is cut back to its last whole line when a journal is started on it;
     /// otherwise lines are appended.
