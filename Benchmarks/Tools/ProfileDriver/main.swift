@@ -93,6 +93,14 @@ case "journal":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
     unlink("/tmp/profile-journal-\(getpid()).jsonl")
+case "journal-patches":
+    let store = Store(reducers: [add], state: Counter())
+    var options = JournalOptions()
+    options.recordPatches = true
+    try! store.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl", options: options)
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+    store.stopJournal()
+    unlink("/tmp/profile-journal-\(getpid()).jsonl")
 case "journal-burst":
     // The dispatching side of the journal: 1,000 dispatches, then the writer catches up.
     let store = Store(reducers: [add], state: Counter())

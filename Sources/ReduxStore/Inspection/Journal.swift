@@ -35,7 +35,7 @@ public struct JournalOptions: Sendable {
 
 /// One applied action, as the journal keeps it until the writer writes it.
 struct JournalEntry: @unchecked Sendable {
-    // @unchecked: `action` is Sendable; `patch` is a json-c tree this entry owns.
+    // @unchecked: `action` is Sendable (a C action's payload is a copy this entry owns).
     let version: UInt64
     /// The action, owning what it holds (a C action's payload is copied when recorded).
     let action: any Action
@@ -44,8 +44,8 @@ struct JournalEntry: @unchecked Sendable {
     let time: timespec
     /// The version of the first action of the batch this action belongs to, if any.
     let batch: UInt64?
-    /// The action's patch, printed (with ``JournalOptions/recordPatches``).
-    let patch: String?
+    /// The action's patch (with ``JournalOptions/recordPatches``); the writer prints it.
+    let patch: [JSONPatch.Operation]?
 }
 
 /// An action that can say what to record for it, beyond what the journal knows how to encode
@@ -149,7 +149,7 @@ final class Journal: @unchecked Sendable {
     /// (a wake-up per entry cost more than the rest of the journal's work on the dispatch path).
     @inline(__always)
     func append(
-        version: UInt64, action: any Action, time: timespec, batch: UInt64?, patch: String?
+        version: UInt64, action: any Action, time: timespec, batch: UInt64?, patch: [JSONPatch.Operation]?
     ) -> Bool {
         let count = queue.pending.count
         if count >= options.queueCapacity && options.overflow == .drop {

@@ -39,8 +39,9 @@ struct JournalLineFormatter: ~Copyable {
             appendInteger(batch)
         }
         if let patch = entry.patch {
+            let start = bytes.count
             append(",\"patch\":")
-            appendText(patch)
+            if !appendPatch(patch) { bytes.count = start }  // a NaN in it: no patch
         }
         append("}\n")
     }
@@ -132,6 +133,28 @@ struct JournalLineFormatter: ~Copyable {
             return
         }
         append(",\"replayable\":false")
+    }
+
+    /// Prints RFC 6902 operations as ``JSONPatch/Operation`` encodes them; `false` (with part
+    /// of them printed) for a non-finite number in a value.
+    private mutating func appendPatch(_ operations: [JSONPatch.Operation]) -> Bool {
+        bytes.append(0x5B)
+        for (index, operation) in operations.enumerated() {
+            if index > 0 { bytes.append(0x2C) }
+            switch operation.op {
+            case .add: append("{\"op\":\"add\",\"path\":")
+            case .remove: append("{\"op\":\"remove\",\"path\":")
+            case .replace: append("{\"op\":\"replace\",\"path\":")
+            }
+            appendString(operation.path)
+            if let value = operation.value {
+                append(",\"value\":")
+                guard appendValue(value) else { return false }
+            }
+            bytes.append(0x7D)
+        }
+        bytes.append(0x5D)
+        return true
     }
 
     /// Prints `value` as JSON; `false` (with part of it printed) for a non-finite number.

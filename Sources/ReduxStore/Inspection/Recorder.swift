@@ -107,16 +107,14 @@ extension Store {
         }
         if forObservers, let operations { recorder.pendingPatch += operations }
         guard let journal = recorder.journal else { return }
-        var patch: String?
-        if forJournal, let operations {
-            patch = try? JSONCEncoder().encodeToJSONString(operations)
-        }
-        appendToJournalLocked(journal, action, at: version, batch: batch, patch: patch, in: recorder)
+        appendToJournalLocked(
+            journal, action, at: version, batch: batch, patch: forJournal ? operations : nil, in: recorder)
     }
 
     @inline(__always)
     private func appendToJournalLocked(
-        _ journal: Journal, _ action: any Action, at version: UInt64, batch: UInt64?, patch: String?,
+        _ journal: Journal, _ action: any Action, at version: UInt64, batch: UInt64?,
+        patch: [JSONPatch.Operation]?,
         in recorder: Recorder
     ) {
         var time = timespec()

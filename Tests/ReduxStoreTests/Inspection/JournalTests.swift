@@ -335,6 +335,42 @@ struct JournalTests {
         #expect(replayed.currentState() == Log(seen: [Odd(), other]))
     }
 
+    @Test("with recordPatches, the lines' patches rebuild every kept state from the first")
+    func patchesRebuildStates() throws {
+        struct Line: Decodable { let version: UInt64; let patch: [JSONPatch.Operation] }
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        store.keepHistory(1_000)
+        var options = JournalOptions()
+        options.recordPatches = true
+        try store.startJournal(at: path, options: options)
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<400 {
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: store.dispatchAction(Add(amount: Int.random(in: -5...5, using: &random)))
+            case 1: store.dispatchAction(JSONAction(identifier: "push", payload: .string("a\"b/c~\(Int.random(in: 0..<9, using: &random))")))
+            case 2: store.dispatchAction(JSONAction(identifier: "pop"))
+            default:
+                store.dispatchAction(JSONAction(identifier: "tag", payload: [
+                    "key": .string(["x", "y/z", "~w"][Int.random(in: 0..<3, using: &random)]),
+                    "value": .int(Int64.random(in: 0..<3, using: &random)),
+                ]))
+            }
+        }
+        store.stopJournal()
+        let text = try #require(readText(path))
+        var document = try JSONValue(encoding: Model())
+        var checked = 0
+        for row in text.split(separator: "\n") {
+            let line = try JSONDecoder().decode(Line.self, from: Data(row.utf8))
+            document = try JSONPatch.apply(line.patch, to: document)
+            let kept = try #require(store.historyState(at: line.version))
+            #expect(document == (try JSONValue(encoding: kept)), "version \(line.version)")
+            checked += 1
+        }
+        #expect(checked == 400)
+    }
+
     @Test("no line of at most a page crosses a 4 KiB page of the file")
     func linesStayInPages() throws {
         let path = temporaryFolder() + "/journal.jsonl"
