@@ -526,3 +526,80 @@ struct SnapshotCoderTests {
         #expect(tape.jsonString() == #"{"id":1,"title":"say \"hi\"\n","done":false,"tags":["x","y"],"score":2.5,"nested":{"k":[1]}}"#)
     }
 }
+
+/// `JSONValue`'s own `init(from:)`, called directly, so a decode from the tape takes the path of
+/// trial decodes rather than the direct read the tape decoder has for `JSONValue`.
+private struct ThroughInit: Decodable {
+    let value: JSONValue
+    init(from decoder: any Decoder) throws { value = try JSONValue(from: decoder) }
+}
+
+/// Every kind of value the tape holds, as the encoder writes it.
+private struct EveryKind: Encodable {
+    var int = -7, uint = UInt64.max, wholeDouble = 2.0, double = 2.5, nan = Double.nan
+    var float: Float = 0.1, wholeFloat: Float = 3, big = Int128.max, small = Int128(5)
+    var text = "é \"q\"", flag = true, none: Int? = nil
+    var list: [[Int?]] = [[1, nil], []]
+    var map = ["a": ["b": 1.5]]
+}
+
+/// A value whose `encode(to:)` asks for no container: it reads as `{}`.
+private struct EncodesNothing: Encodable {
+    func encode(to encoder: any Encoder) throws {}
+}
+
+@Suite("JSONValue read from the snapshot tape")
+struct TapeJSONValueTests {
+    private func both(_ value: some Encodable) throws -> (direct: JSONValue, throughInit: JSONValue) {
+        let tape = SnapshotTape()
+        try SnapshotEncoder().encode(value, into: tape)
+        return (
+            try SnapshotDecoder.decode(JSONValue.self, from: tape),
+            try SnapshotDecoder.decode(ThroughInit.self, from: tape).value
+        )
+    }
+
+    @Test("the direct read makes what JSONValue's init(from:) makes, for every kind")
+    func sameAsInit() throws {
+        let (direct, throughInit) = try both(EveryKind())
+        // NaN is not equal to itself: compare its member apart.
+        guard case .object(var directMembers) = direct, case .object(var initMembers) = throughInit else {
+            Issue.record("not objects: \(direct)")
+            return
+        }
+        guard case .double(let nan)? = directMembers.removeValue(forKey: "nan"),
+              case .double(let initNaN)? = initMembers.removeValue(forKey: "nan")
+        else {
+            Issue.record("nan is not a double")
+            return
+        }
+        #expect(nan.isNaN && initNaN.isNaN)
+        #expect(directMembers == initMembers)
+        #expect(directMembers["wholeDouble"] == .int(2))
+        #expect(directMembers["uint"] == .uint(.max))
+        #expect(directMembers["float"] == .double(0.1))
+        #expect(directMembers["list"] == [[1, .null], []])
+        #expect(try both(EncodesNothing()) == (.object([:]), .object([:])))
+        #expect(try both([String]()) == (.array([]), .array([])))
+        #expect(try both(UInt64(5)).direct == .int(5))
+    }
+
+    @Test("a large value is read in one pass: 100,000 objects, every one checked")
+    func large() throws {
+        struct Todo: Encodable { var id: Int; var title: String; var done: Bool }
+        let todos = (0..<100_000).map { Todo(id: $0, title: "todo \($0)", done: $0 % 3 == 0) }
+        let value = try JSONValue(encoding: todos)
+        guard case .array(let elements) = value else {
+            Issue.record("not an array")
+            return
+        }
+        #expect(elements.count == 100_000)
+        for (index, element) in elements.enumerated() {
+            let expected: JSONValue = ["id": .int(Int64(index)), "title": .string("todo \(index)"), "done": .bool(index % 3 == 0)]
+            if element != expected {
+                Issue.record("element \(index): \(element)")
+                break
+            }
+        }
+    }
+}

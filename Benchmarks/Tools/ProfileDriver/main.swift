@@ -7,6 +7,7 @@ import CJSONC
 import CReduxStoreAPI
 import ReduxStore
 import ReduxStoreC
+import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -101,6 +102,13 @@ case "journal-patches":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
     unlink("/tmp/profile-journal-\(getpid()).jsonl")
+case "jsonvalue-todos":
+    // A state of COUNT todos as a JSONValue (what a patch observer or a journal with patches
+    // makes of the state after each action).
+    let list = TodoList(count: count)
+    let started = DispatchTime.now().uptimeNanoseconds
+    sink(try! JSONValue(encoding: list))
+    print("JSONValue(encoding:) of \(count) todos: \((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000) ms")
 case "journal-burst":
     // The dispatching side of the journal: 1,000 dispatches, then the writer catches up.
     let store = Store(reducers: [add], state: Counter())

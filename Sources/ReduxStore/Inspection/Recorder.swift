@@ -10,6 +10,9 @@ final class Recorder {
     var history: History?
     /// The state as JSON after the last recorded action, for patches (``JournalOptions/recordPatches``).
     var lastValue: JSONValue?
+    /// The tape the state is encoded into to make ``lastValue``, reused from one action to the
+    /// next (a new tape per action cost a third of a small state's patch). Never handed out.
+    let scratch = SnapshotTape()
     /// The operations of the actions applied since the last round was made, for observers that
     /// asked for patches.
     var pendingPatch: [JSONPatch.Operation] = []
@@ -137,7 +140,7 @@ extension Store {
         if let tape {
             source = tape
         } else {
-            source = SnapshotTape()
+            source = core.valuePointer.pointee.recorder?.scratch ?? SnapshotTape()
             guard (try? core.valuePointer.pointee.encoder.encode(state.pointee, into: source)) != nil
             else { return nil }
         }
