@@ -9,12 +9,16 @@ let package = Package(
         .library(name: "ReduxStore", targets: ["ReduxStore"]),
         // libreduxstore.so: the C interface of include/reduxstore.h, for C programs.
         .library(name: "reduxstore", type: .dynamic, targets: ["ReduxStoreC"]),
+        // reduxstore-inspect: saved states and journals from the command line.
+        .executable(name: "reduxstore-inspect", targets: ["reduxstore-inspect"]),
     ],
     dependencies: [
         // Deque, for the store's queue of enqueued actions.
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // swift-log, for LoggingMiddleware.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The command line of reduxstore-inspect.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // `swift package generate-documentation`: the DocC catalog in Sources/ReduxStore.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -50,6 +54,15 @@ let package = Package(
         .target(
             name: "ReduxStoreC",
             dependencies: ["ReduxStore", "CReduxStoreAPI", "CJSONC"]
+        ),
+        // reduxstore-inspect: show, diff, journal, state. The work is the core's (`Inspector`).
+        .executableTarget(
+            name: "reduxstore-inspect",
+            dependencies: [
+                "ReduxStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/ReduxStoreInspect"
         ),
         // The Swift demo the README's Quick start runs.
         .executableTarget(
@@ -112,6 +125,10 @@ let package = Package(
                 "ReduxStore", "ReduxStoreTestSupport", "CJSONC",
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .testTarget(
+            name: "ReduxStoreInspectTests",
+            dependencies: ["ReduxStore", "ReduxStoreTestSupport"]
         ),
         .testTarget(
             name: "ReduxStoreCTests",

@@ -1,0 +1,208 @@
+internal import CJSONC
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `reduxstore-inspect` does, apart from its command line: reading saved states and plain
+/// JSON files, resolving JSON Pointers, summarising a journal, rebuilding a state from a
+/// journal's patches. Every error is a ``StoreError`` whose message names the file and, where
+/// there is one, the line (`app.journal:17: …`) or byte (`state.json: at byte 12: …`).
+package enum Inspector {
+    /// A JSON document read from a file: a saved state's state and version, or a plain JSON
+    /// file's value (no version).
+    package struct Document: Sendable {
+        package let value: JSONValue
+        package let version: UInt64?
+    }
+
+    /// Reads `path`: a saved state (`{"reduxstore":1,"version":N,"state":…}`, as
+    /// ``Store/save(to:)`` writes it) or any JSON text.
+    package static func readDocument(_ path: String) throws(StoreError) -> Document {
+        let bytes: [UInt8]
+        switch try RegularFile.read(path, maximumSize: StoreLimits.maximumJSONTextSize) {
+        case .bytes(let read): bytes = read
+        case .larger(let bound):
+            throw StoreError(.limit, "\(path): larger than \(bound) bytes")
+        }
+        let value: JSONValue
+        do {
+            value = try JSONCDecoder().decode(JSONValue.self, fromJSONString: String(decoding: bytes, as: UTF8.self))
+        } catch {
+            throw StoreError(error.kind, "\(path): \(error.message)")
+        }
+        if case .object(let members) = value, members.count == 3, members[SavedStateFormat.formatKey] == .int(SavedStateFormat.formatVersion),
+           let state = members["state"]
+        {
+            guard case .int(let version)? = members["version"], version >= 0 else {
+                throw StoreError(.corrupt, "\(path): a saved state whose \"version\" is not \(SavedStateFormat.versionsInWords)")
+            }
+            return Document(value: state, version: UInt64(version))
+        }
+        return Document(value: value, version: nil)
+    }
+
+    /// The value at the JSON Pointer `pointer` (RFC 6901; `""` is the whole document).
+    package static func value(at pointer: String, in document: JSONValue) throws(StoreError) -> JSONValue {
+        var node = document
+        var walked = ""
+        for token in try JSONPointerPath.tokens(of: pointer) {
+            walked += "/" + JSONPointerPath.escape(token)
+            switch node {
+            case .object(let members):
+                guard let member = members[token] else {
+                    throw StoreError(.invalidArgument, "pointer \"\(pointer)\": no member \"\(token)\" at \"\(walked)\"")
+                }
+                node = member
+            case .array(let elements):
+                guard let index = Int(token), String(index) == token, elements.indices.contains(index) else {
+                    throw StoreError(
+                        .invalidArgument,
+                        "pointer \"\(pointer)\": no element \"\(token)\" at \"\(walked)\": the array has \(elements.count) elements")
+                }
+                node = elements[index]
+            default:
+                throw StoreError(.invalidArgument, "pointer \"\(pointer)\": \"\(walked)\" goes into a value that is not an object or array")
+            }
+        }
+        return node
+    }
+
+    // MARK: Journals
+
+    /// What a journal holds, in brief.
+    package struct JournalSummary: Codable, Sendable, Equatable {
+        /// The journal's files read, oldest first (rotated files, then the current one).
+        package var files: [String] = []
+        package var entries = 0
+        package var firstVersion: UInt64?
+        package var lastVersion: UInt64?
+        package var firstTime: String?
+        package var lastTime: String?
+        /// From the first entry's time to the last's, in seconds.
+        package var seconds: Double?
+        /// Entries per action identifier, most frequent first (ties by identifier).
+        package var identifiers: [IdentifierCount] = []
+        /// Batches (entries sharing a `"batch"`) and the entries in them.
+        package var batches = 0
+        package var entriesInBatches = 0
+        /// Entries that replay cannot apply (`"replayable":false`: neither a JSONAction nor an
+        /// Encodable action; a restore).
+        package var notReplayable = 0
+        /// Entries that carry a patch (the journal was recorded with `recordPatches`).
+        package var withPatch = 0
+
+        package struct IdentifierCount: Codable, Sendable, Equatable {
+            package var identifier: String
+            package var count: Int
+        }
+    }
+
+    /// Summarises the journal at `path` (with its rotated files). `progress` is called every
+    /// `progressEvery` entries with the number read so far.
+    package static func summarize(
+        journal path: String, progressEvery: Int = 100_000, progress: (Int) -> Void = { _ in }
+    ) throws(StoreError) -> JournalSummary {
+        var summary = JournalSummary()
+        summary.files = JournalReader.files(of: path)
+        var counts: [String: Int] = [:]
+        var lastBatch: UInt64?
+        try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
+            summary.entries += 1
+            if summary.firstVersion == nil {
+                summary.firstVersion = line.version
+                summary.firstTime = line.time
+            }
+            summary.lastVersion = line.version
+            summary.lastTime = line.time
+            counts[line.identifier, default: 0] += 1
+            if let batch = line.batch {
+                summary.entriesInBatches += 1
+                if batch != lastBatch { summary.batches += 1 }
+            }
+            lastBatch = line.batch
+            if !line.replayable { summary.notReplayable += 1 }
+            if line.patch != nil { summary.withPatch += 1 }
+            if summary.entries % progressEvery == 0 { progress(summary.entries) }
+            return true
+        }
+        summary.identifiers = counts.map { JournalSummary.IdentifierCount(identifier: $0.key, count: $0.value) }
+            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.identifier < $1.identifier }
+        if let first = summary.firstTime.flatMap(seconds(of:)), let last = summary.lastTime.flatMap(seconds(of:)) {
+            summary.seconds = last - first
+        }
+        return summary
+    }
+
+    /// The state at `version`, rebuilt from `base` (the state before the journal's first
+    /// entry, or a saved state at a version the journal continues) by applying the patches of
+    /// the journal's entries in order; the journal must have been recorded with
+    /// ``JournalOptions/recordPatches``.
+    package static func state(
+        at version: UInt64, from base: Document, journal path: String,
+        progressEvery: Int = 100_000, progress: (Int) -> Void = { _ in }
+    ) throws(StoreError) -> JSONValue {
+        var document = base.value
+        var current = base.version
+        var first: UInt64?
+        var read = 0
+        if let current, version == current { return document }
+        try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
+            read += 1
+            if read % progressEvery == 0 { progress(read) }
+            if first == nil { first = line.version }
+            // A plain JSON base is the state before the journal's first entry.
+            let at = current ?? (line.version - 1)
+            current = at
+            if at >= version { return false }
+            if line.version <= at { return true }  // before a saved base's version
+            if line.version != at + 1 {
+                throw StoreError(
+                    .corrupt, "\(line.place): version \(line.version) does not follow the base state's version \(at)")
+            }
+            guard let patch = line.patch else {
+                throw StoreError(.corrupt, "\(line.place): no \"patch\" (record the journal with recordPatches)")
+            }
+            do throws(StoreError) {
+                let operations = try JSONCDecoder().decode([JSONPatch.Operation].self, from: patch)
+                document = try JSONPatch.apply(operations, to: document)
+            } catch {
+                throw StoreError(error.kind, "\(line.place): \(error.message)")
+            }
+            current = line.version
+            return line.version < version
+        }
+        guard current == version else {
+            let range = first.map { "versions \($0) to \(current ?? $0)" } ?? "no entries"
+            throw StoreError(.invalidArgument, "\(path): version \(version) is not in the journal (\(range) after the base)")
+        }
+        return document
+    }
+
+    /// Seconds since 1970 of a journal time, `2026-11-22T10:00:00.000Z`; nil for other text.
+    package static func seconds(of time: String) -> Double? {
+        let bytes = Array(time.utf8)
+        guard bytes.count == 24, bytes[4] == 0x2D, bytes[10] == 0x54, bytes[19] == 0x2E, bytes[23] == 0x5A else {
+            return nil
+        }
+        func number(_ range: Range<Int>) -> Int32? {
+            var value: Int32 = 0
+            for byte in bytes[range] {
+                guard (0x30...0x39).contains(byte) else { return nil }
+                value = value * 10 + Int32(byte - 0x30)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+              let milliseconds = number(20..<23)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = month - 1
+        parts.tm_mday = day
+        parts.tm_hour = hour
+        parts.tm_min = minute
+        parts.tm_sec = second
+        return Double(timegm(&parts)) + Double(milliseconds) / 1000
+    }
+}
