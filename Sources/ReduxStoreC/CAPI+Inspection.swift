@@ -105,12 +105,12 @@ enum InspectedTree {
             case (.object, _), (.array, _):
                 throw StoreError(
                     .invalidArgument,
-                    "the patch makes the document \(kindName(after)): a json_object that is "
-                        + "\(kindName(before)) cannot become another kind in place")
+                    "the patch makes the document \(after.kindName): a json_object that is "
+                        + "\(before.kindName) cannot become another kind in place")
             default:
                 throw StoreError(
                     .invalidArgument,
-                    "the patch replaces the document, \(kindName(before)): only an object or an "
+                    "the patch replaces the document, \(before.kindName): only an object or an "
                         + "array can be changed in place")
             }
         }
@@ -245,14 +245,4 @@ enum InspectedTree {
         }
     }
 
-    private static func kindName(_ value: JSONValue) -> String {
-        switch value {
-        case .null: "null"
-        case .bool: "a boolean"
-        case .int, .uint, .double: "a number"
-        case .string: "a string"
-        case .array: "an array"
-        case .object: "an object"
-        }
-    }
 }

@@ -54,14 +54,15 @@ package enum Inspector {
                 }
                 node = member
             case .array(let elements):
-                guard let index = Int(token), String(index) == token, elements.indices.contains(index) else {
+                guard let index = JSONPointerPath.index(token), elements.indices.contains(index) else {
                     throw StoreError(
                         .invalidArgument,
                         "pointer \"\(pointer)\": no element \"\(token)\" at \"\(walked)\": the array has \(elements.count) elements")
                 }
                 node = elements[index]
             default:
-                throw StoreError(.invalidArgument, "pointer \"\(pointer)\": \"\(walked)\" goes into a value that is not an object or array")
+                throw StoreError(
+                    .invalidArgument, "pointer \"\(pointer)\": \"\(walked)\" goes into \(node.kindName), not an object or array")
             }
         }
         return node

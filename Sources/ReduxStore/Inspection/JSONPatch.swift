@@ -307,7 +307,7 @@ public enum JSONPatch {
         default:
             let location = depth == 0 ? "the document" : "\"\(JSONPointerPath.text(tokens[..<depth]))\""
             throw StoreError(
-                .decode, "no such member: \(location) is \(kindName(node)), not an object or array")
+                .decode, "no such member: \(location) is \(node.kindName), not an object or array")
         }
     }
 
@@ -320,8 +320,13 @@ public enum JSONPatch {
         count == 1 ? "1 element" : "\(count) elements"
     }
 
-    private static func kindName(_ value: JSONValue) -> String {
-        switch value {
+}
+
+extension JSONValue {
+    /// The kind of value, for messages: "null", "a boolean", "a number", "a string", "an
+    /// array", "an object".
+    package var kindName: String {
+        switch self {
         case .null: "null"
         case .bool: "a boolean"
         case .int, .uint, .double: "a number"
