@@ -389,6 +389,7 @@ RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *point
  * Records every applied action of `store` in the journal file at `path` (borrowed), as JSON
  * Lines, off the dispatch path (a queue and a writer thread of the journal's own):
  *   {"version":N,"identifier":"...","payload":...,"time":"2026-11-22T10:00:00.000Z"}
+ * ("time": when the action was applied, to within the kernel's clock tick, a few milliseconds)
  * with "batch":F on the actions of a batch (F: its first version), and, when `record_patches` is
  * true, "patch":[...], the action's RFC 6902 patch (a snapshot and a diff per action). Lines are
  * appended; a torn last line left by a crash is cut off first. The file rotates at 64 MiB
@@ -401,10 +402,18 @@ RDX_API rdx_status rdx_store_start_journal(rdx_store *store, const char *path, b
 
 /*
  * Stops the journal: every entry recorded so far is written, the file closed. Does nothing when
- * no journal runs. The last rdx_store_release() stops it too. Returns RDX_OK; RDX_EINVAL for a
- * NULL store.
+ * no journal runs. The last rdx_store_release() stops it too. From inside a reducer, recording
+ * stops at once and the file is finished on another thread right after (the writer needs the
+ * lock the reducer holds). Returns RDX_OK; RDX_EINVAL for a NULL store.
  */
 RDX_API rdx_status rdx_store_stop_journal(rdx_store *store);
+
+/*
+ * Waits until every entry recorded so far is written to the journal file (handed to the system:
+ * a crash of the process no longer loses it; no fsync). Returns at once when no journal runs,
+ * and from inside a reducer. Returns RDX_OK; RDX_EINVAL for a NULL store.
+ */
+RDX_API rdx_status rdx_store_flush_journal(rdx_store *store);
 
 /* ---- Inspection: diff and patch of json-c trees (RFC 6902) ------------------------------- */
 

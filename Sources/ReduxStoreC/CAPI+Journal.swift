@@ -23,3 +23,12 @@ public func rdx_store_stop_journal(_ store: OpaquePointer?) -> rdx_status {
         }
     }
 }
+
+@c @implementation
+public func rdx_store_flush_journal(_ store: OpaquePointer?) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            handle.flushJournal()
+        }
+    }
+}

@@ -60,6 +60,9 @@ class CStoreHandle: @unchecked Sendable {
 
     func stopJournal() { preconditionFailure("every kind of C store overrides \(#function)") }
 
+    /// ``Store/flushJournal()``.
+    func flushJournal() { preconditionFailure("every kind of C store overrides \(#function)") }
+
     /// The selection of the value at `pointer` in this store's state.
     func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
         preconditionFailure("every kind of C store overrides \(#function)")
@@ -297,6 +300,8 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
     }
 
     override func stopJournal() { store.stopJournal() }
+
+    override func flushJournal() { store.flushJournal() }
 
     override func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
         PointerValue<State>(pointer: pointer).selection

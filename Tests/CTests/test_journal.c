@@ -119,6 +119,38 @@ static void test_journal_patches(void)
     rmdir(folder);
 }
 
+/* rdx_store_flush_journal: the lines are in the file while the journal still runs. */
+static void test_journal_flush(void)
+{
+    char folder[] = "/tmp/rdx-journal-XXXXXX";
+    char path[256];
+    rdx_store *store = util_counter_store();
+    json_object **lines;
+    int count = 0;
+    int round;
+    int index;
+
+    TEST("journal_flush");
+    CHECK(mkdtemp(folder) != NULL);
+    snprintf(path, sizeof path, "%s/journal.jsonl", folder);
+    if (store == NULL) return;
+    CHECK_STATUS(rdx_store_flush_journal(store), RDX_OK); /* no journal: returns at once */
+    CHECK_STATUS(rdx_store_start_journal(store, path, false), RDX_OK);
+    for (round = 1; round <= 3; round++) {
+        for (index = 0; index < 100; index++) {
+            CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+        }
+        CHECK_STATUS(rdx_store_flush_journal(store), RDX_OK);
+        lines = read_lines(path, &count);
+        CHECK_EQ_INT(count, 100 * round);
+        free_lines(lines, count);
+    }
+    CHECK_STATUS(rdx_store_flush_journal(NULL), RDX_EINVAL);
+    rdx_store_release(store);
+    unlink(path);
+    rmdir(folder);
+}
+
 static void test_journal_bad_input(void)
 {
     rdx_store *store = util_counter_store();
@@ -139,6 +171,7 @@ int main(void)
     check_watchdog(CHECK_TEST_SECONDS);
     test_journal_lines();
     test_journal_patches();
+    test_journal_flush();
     test_journal_bad_input();
     return check_report();
 }
