@@ -55,9 +55,9 @@ extension Store {
         }
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
-        if core.pointee.recorder != nil {
-            // A journal or history is on: patches for observers, and a full journal queue
-            // makes this thread wait once the lock is released. Off the fast path.
+        if let recorder = core.pointee.recorder, recorder.owesJournalWait || core.pointee.observers.wantsPatches {
+            // Observers want the action's patch, or the journal's queue is full and this
+            // thread waits once the lock is released. Off the fast path.
             recordedRoundAndDeliver(action, at: version, context: context)
             return
         }
@@ -82,8 +82,8 @@ extension Store {
             context: context)
     }
 
-    /// The end of ``reduceAndNotify(_:on:)`` when a recorder is on. The caller holds the lock,
-    /// which this releases.
+    /// The end of ``reduceAndNotify(_:on:)`` when observers want patches or the journal is
+    /// full. The caller holds the lock, which this releases.
     @inline(never)
     private func recordedRoundAndDeliver(
         _ action: any Action, at version: UInt64, context: UnsafeMutablePointer<ThreadContext>

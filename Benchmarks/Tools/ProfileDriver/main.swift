@@ -1,7 +1,9 @@
 // ProfileDriver: one benchmark workload in a plain loop, to profile under
 // `valgrind --tool=callgrind` (perf has no hardware counters on this machine).
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
-//                 |gauge-o0|keypath-unchanged|middleware-pass [count]
+//                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
+//                 |journal-timing|jsonvalue-todos [count]
+// (journal-timing is not for callgrind: it prints wall-clock medians, with and without a journal)
 // (plain-o1: the benchmarks' plain baseline store, Benchmarks/ReduxStoreBenchmarks/PlainStore.swift)
 import CJSONC
 import CReduxStoreAPI
@@ -119,6 +121,32 @@ case "journal-burst":
     }
     store.stopJournal()
     unlink("/tmp/profile-journal-\(getpid()).jsonl")
+case "journal-timing":
+    // Wall time per dispatch in bursts of 1,000 (as inspection.journal.counter measures it), with
+    // and without the journal, interleaved in one run: the medians over COUNT / 1,000 bursts.
+    func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    let plain = Store(reducers: [add], state: Counter())
+    let journaled = Store(reducers: [add], state: Counter())
+    try! journaled.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl")
+    var plainTimes: [UInt64] = [], journalTimes: [UInt64] = []
+    for _ in 0..<max(count / 1_000, 1) {
+        var start = now()
+        for _ in 0..<1_000 { plain.dispatchAction(Increment(amount: 1)) }
+        plainTimes.append(now() - start)
+        start = now()
+        for _ in 0..<1_000 { journaled.dispatchAction(Increment(amount: 1)) }
+        journalTimes.append(now() - start)
+        journaled.flushJournal()
+    }
+    journaled.stopJournal()
+    unlink("/tmp/profile-journal-\(getpid()).jsonl")
+    // Per dispatch, in ns: a burst's time / 1,000.
+    func percentile(_ times: [UInt64], _ fraction: Double) -> Double {
+        Double(times.sorted()[Int(Double(times.count - 1) * fraction)]) / 1_000
+    }
+    let without = percentile(plainTimes, 0.5), with = percentile(journalTimes, 0.5)
+    print("ns per dispatch, median (p10): without journal \(without) (\(percentile(plainTimes, 0.1))),"
+          + " with \(with) (\(percentile(journalTimes, 0.1))); ratio \(with / without)")
 case "middleware-pass":
     let store = Store(reducers: [add], state: Counter(), middleware: [{ _, action, next in next(action) }])
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }

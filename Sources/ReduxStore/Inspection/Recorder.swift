@@ -6,10 +6,16 @@ import Glibc
 /// (``Store/startJournal(at:options:)``, ``Store/keepHistory(_:)``). Touched only under the
 /// store's lock; the store's `recorder` field is `nil` while neither is on.
 final class Recorder {
-    var journal: Journal?
-    var history: History?
+    var journal: Journal? { didSet { updateJournalAlone() } }
+    var history: History? { didSet { updateJournalAlone() } }
     /// The state as JSON after the last recorded action, for patches (``JournalOptions/recordPatches``).
-    var lastValue: JSONValue?
+    var lastValue: JSONValue? {
+        didSet { if keepsLastValue != (journalAlone == nil) { updateJournalAlone() } }
+    }
+    /// The journal when an entry is all there is to make of an action: a journal without
+    /// patches, no history, no state kept for patches. The dispatch path appends to it straight
+    /// away (when no observer asks for patches either: that list is the store's).
+    private(set) var journalAlone: Journal?
     /// The tape the state is encoded into to make ``lastValue``, reused from one action to the
     /// next (a new tape per action cost a third of a small state's patch). Never handed out.
     let scratch = SnapshotTape()
@@ -21,6 +27,18 @@ final class Recorder {
     private var journalToWaitFor: (journal: Journal, version: UInt64)?
 
     var isEmpty: Bool { journal == nil && history == nil && !keepsLastValue }
+
+    /// Whether a dispatch owes the journal a wait (its queue is full), or observers want the
+    /// action's patch: then the dispatch ends through ``Store/recordedRoundAndDeliver``.
+    var owesJournalWait: Bool { journalToWaitFor != nil }
+
+    private func updateJournalAlone() {
+        if let journal, !journal.options.recordPatches, history == nil, !keepsLastValue {
+            journalAlone = journal
+        } else {
+            journalAlone = nil
+        }
+    }
 
     /// Whether ``lastValue`` holds a value (tested without copying it).
     var keepsLastValue: Bool {
@@ -78,16 +96,21 @@ final class History {
 extension Store {
     /// Records an applied action in the journal and the history. The caller holds the lock;
     /// `version` is the action's.
-    @inline(never)
+    @inline(__always)
     func recordLocked(_ action: any Action, at version: UInt64, batch: UInt64?, in recorder: Recorder) {
         // The journal alone, without patches: the entry is all there is to make.
-        if recorder.history == nil, !recorder.keepsLastValue,
-           let journal = recorder.journal, !journal.options.recordPatches,
-           !core.valuePointer.pointee.observers.wantsPatches
-        {
+        if let journal = recorder.journalAlone, !core.valuePointer.pointee.observers.wantsPatches {
             appendToJournalLocked(journal, action, at: version, batch: batch, patch: nil, in: recorder)
-            return
+        } else {
+            recordWithPatchesLocked(action, at: version, batch: batch, in: recorder)
         }
+    }
+
+    /// ``recordLocked(_:at:batch:in:)`` when a history is kept or patches are made.
+    @inline(never)
+    private func recordWithPatchesLocked(
+        _ action: any Action, at version: UInt64, batch: UInt64?, in recorder: Recorder
+    ) {
         var tape: SnapshotTape?
         if let history = recorder.history {
             let encoded = SnapshotTape()

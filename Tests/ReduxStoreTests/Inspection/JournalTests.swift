@@ -516,6 +516,32 @@ struct PatchObserverTests {
         #expect(seen.all == [0])
     }
 
+    @Test("a journal without patches while a patch observer and a history come and go: every line, right patches")
+    func journalWhilePatchObserversComeAndGo() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [modelReducer], state: Model())
+        try store.startJournal(at: path)
+        store.dispatchAction(Add(amount: 1))  // the journal alone
+        let patches = Recorder<[JSONPatch.Operation]>()
+        let token = store.addObserver(includingPatch: true) { _, patch in patches.append(patch) }
+        store.dispatchAction(Add(amount: 2))  // a patch for the observer, a line for the journal
+        #expect(store.removeObserver(token))
+        store.dispatchAction(Add(amount: 3))  // the journal alone again
+        store.keepHistory(2)
+        store.dispatchAction(Add(amount: 4))  // journal and history
+        #expect(store.historyVersions == [3, 4])
+        store.keepHistory(0)
+        store.dispatchAction(Add(amount: 5))  // the journal alone again
+        store.stopJournal()
+        store.dispatchAction(Add(amount: 6))  // nothing recorded
+        #expect(patches.all == [[.replace(path: "/total", value: 3)]])
+        let recorded = lines(path)
+        #expect(recorded.map { $0["version"] as? Int } == [1, 2, 3, 4, 5])
+        #expect(recorded.map { ($0["payload"] as? [String: Any])?["amount"] as? Int } == [1, 2, 3, 4, 5])
+        #expect(recorded.allSatisfy { $0["patch"] == nil })
+        #expect(store.currentState().total == 21)
+    }
+
     @Test("a patch observer removed: patches stop; added again: they start from the state then")
     func removeAndAddAgain() {
         let store = Store(reducers: [modelReducer], state: Model())
