@@ -25,6 +25,7 @@ public protocol Action: Sendable {
 
 extension Action {
     /// `true`: an action notifies observers unless it opts out.
+    @inlinable
     public var notifiesObservers: Bool { true }
 }
 

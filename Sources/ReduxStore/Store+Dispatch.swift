@@ -16,14 +16,18 @@ extension Store {
     /// queue.
     @inlinable
     public func dispatchAction(_ action: some Action) {
-        // Inlined into the caller, so the action is boxed by code that knows its type.
-        dispatch(erased: action)
+        // Inlined into the caller, so the action is boxed by code that knows its type, and
+        // whether it notifies is read there too: for an action that keeps the default, a
+        // constant, where the boxed action's answer is a call through its witness table.
+        dispatch(erased: action, notifies: action.notifiesObservers)
     }
 
     /// ``dispatchAction(_:)`` for an action already in an existential box: not generic, and the
-    /// box is handed to the reducers as it is.
+    /// box is handed to the reducers as it is. `notifies` is the action's
+    /// ``Action/notifiesObservers`` if the caller read it, or `nil`: then it is asked only if
+    /// there are observers to tell.
     @usableFromInline
-    package func dispatch(erased action: any Action) {
+    package func dispatch(erased action: any Action, notifies: Bool? = nil) {
         let me = currentThreadID()
         if applyingThread.load(ordering: .relaxed) == me {
             // From inside one of this store's reducers (this thread holds the lock).
@@ -31,16 +35,17 @@ extension Store {
             return
         }
         if let middleware {
-            middleware.run(self, action) { self.reduceAndNotify($0, on: me) }
+            // What reaches the reducers may be another action: asked whether it notifies.
+            middleware.run(self, action) { self.reduceAndNotify($0, on: me, notifies: nil) }
             return
         }
-        reduceAndNotify(action, on: me)
+        reduceAndNotify(action, on: me, notifies: notifies)
     }
 
     /// Applies one action that passed the middleware (if any) and notifies the observers. The
     /// caller, thread `me`, is outside this store's reducers.
     @inline(__always)
-    private func reduceAndNotify(_ action: any Action, on me: UInt) {
+    private func reduceAndNotify(_ action: any Action, on me: UInt, notifies: Bool?) {
         let core = self.core.valuePointer
         let context = ThreadContext.current(contextKey)
         self.core.lock()
@@ -50,7 +55,8 @@ extension Store {
         let version = apply(action)
         publishedVersion.store(version, ordering: .releasing)
         if !core.pointee.nested.isEmpty {
-            finishNestedAndDeliver(first: roundLocked(for: action, at: version), context: context)
+            finishNestedAndDeliver(
+                first: roundLocked(for: action, at: version, notifying: notifies), context: context)
             return
         }
         context.pointee.callbackDepth -= 1
@@ -58,10 +64,10 @@ extension Store {
         if let recorder = core.pointee.recorder, recorder.owesJournalWait || core.pointee.observers.wantsPatches {
             // Observers want the action's patch, or the journal's queue is full and this
             // thread waits once the lock is released. Off the fast path.
-            recordedRoundAndDeliver(action, at: version, context: context)
+            recordedRoundAndDeliver(action, at: version, notifies: notifies, context: context)
             return
         }
-        guard core.pointee.observers.count > 0, action.notifiesObservers else {
+        guard core.pointee.observers.count > 0, notifies ?? action.notifiesObservers else {
             self.core.unlock()
             return
         }
@@ -82,13 +88,13 @@ extension Store {
             context: context)
     }
 
-    /// The end of ``reduceAndNotify(_:on:)`` when observers want patches or the journal is
+    /// The end of ``reduceAndNotify(_:on:notifies:)`` when observers want patches or the journal is
     /// full. The caller holds the lock, which this releases.
     @inline(never)
     private func recordedRoundAndDeliver(
-        _ action: any Action, at version: UInt64, context: UnsafeMutablePointer<ThreadContext>
+        _ action: any Action, at version: UInt64, notifies: Bool?, context: UnsafeMutablePointer<ThreadContext>
     ) {
-        let round = roundLocked(for: action, at: version)
+        let round = roundLocked(for: action, at: version, notifying: notifies)
         let journalWait = core.valuePointer.pointee.recorder?.takeJournalWait()
         self.core.unlock()
         journalWait?.run()

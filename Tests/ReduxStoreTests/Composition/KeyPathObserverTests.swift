@@ -71,6 +71,38 @@ struct KeyPathObserverTests {
         #expect(JSONAction(identifier: "x").notifiesObservers)
     }
 
+    @Test("whether an action notifies is its own on every path: typed, boxed, through middleware, with patches")
+    func quietOnEveryPath() {
+        // The middleware swaps a quiet action for a loud one and back; the rest pass.
+        let swap: Middleware<CounterState> = { _, action, next in
+            if action is Quiet {
+                next(CounterAction.note("was quiet"))
+            } else if case .note("make quiet")? = action as? CounterAction {
+                next(Quiet())
+            } else {
+                next(action)
+            }
+        }
+        for (middleware, patches) in [(false, false), (true, false), (false, true)] {
+            let store = middleware
+                ? Store(reducers: [counterReducer], state: CounterState(), middleware: [swap])
+                : Store(reducers: [counterReducer], state: CounterState())
+            let notes = Recorder<String>()
+            if patches {
+                store.addObserver(includingPatch: true) { note, _ in notes.append(note.actionIdentifier) }
+            } else {
+                store.addObserver { notes.append($0.actionIdentifier) }
+            }
+            store.dispatchAction(Quiet())
+            let boxed: any Action = Quiet()
+            store.dispatchAction(boxed)
+            store.dispatchAction(CounterAction.note("make quiet"))
+            #expect(store.version == 3)
+            #expect(notes.all == (middleware ? ["counter.note", "counter.note"] : ["counter.note"]),
+                    "middleware \(middleware), patches \(patches)")
+        }
+    }
+
     @Test("a batch is compared once, after its last action")
     func batch() {
         let store = Store(reducers: [counterReducer], state: CounterState())
