@@ -231,8 +231,11 @@ final class Journal: @unchecked Sendable {
                 shared.wake = false
                 return shared.stopping
             }
-            // The emptied queue of the last batch goes in: its storage is reused.
-            var batch = spare
+            // The emptied queue of the last batch goes in: its storage is reused. Moved out of
+            // `spare`, not copied: a second reference to it would make the dispatcher's first
+            // append copy the whole array (copy on write), and then grow it again entry by entry.
+            var batch: [JournalEntry] = []
+            swap(&batch, &spare)
             storeLock!.withLockHeld { swap(&batch, &queue.pending) }
             if let last = batch.last?.version {
                 state.withLock { shared in
