@@ -12,7 +12,10 @@ import Musl
 /// A pthread mutex rather than `Synchronization.Mutex`: on Linux that one is a bare futex that
 /// ThreadSanitizer cannot follow (it reports every access inside it as a race, which would bury
 /// a real one). Every pthread call's result is checked; debug builds use an error-checking mutex,
-/// so locking twice on one thread traps at once instead of hanging.
+/// so locking twice on one thread traps at once instead of hanging; release builds glibc's
+/// adaptive mutex, which spins a little before it sleeps (with 4 threads dispatching on 2 cores:
+/// 122–127 ns an action against 170–194 ns with the default mutex, one thread unchanged;
+/// README, Performance).
 package struct Locked<Value>: @unchecked Sendable {
     // @unchecked: the value is reached only while holding the mutex (as `Synchronization.Mutex`,
     // the lock is what makes sharing it sound).
@@ -89,6 +92,10 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
             check(pthread_mutexattr_init(&attributes), "pthread_mutexattr_init")
             #if DEBUG
             check(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)),
+                  "pthread_mutexattr_settype")
+            #else
+            // Spins briefly while the holder runs on another core, instead of sleeping at once.
+            check(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP)),
                   "pthread_mutexattr_settype")
             #endif
             check(pthread_mutex_init(&primitives.pointee.mutex, &attributes), "pthread_mutex_init")
