@@ -11,6 +11,10 @@
 //   memory.<subject>.todos<n>                         peak extra bytes of one snapshot
 //   c.*                                               the C interface, called from Swift
 //   contention.threads<t>                             dispatch from t threads at once
+//   composition.*                                     middleware, batches, key-path observers
+//   inspection.*                                      journal (inspection.journal.paired.counter:
+//                                                     with ÷ without, paired in each sample),
+//                                                     history, restore, diff
 import Benchmark
 #if canImport(Glibc)
 import Glibc

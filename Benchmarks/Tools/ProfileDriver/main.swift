@@ -3,7 +3,8 @@
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
 //                 |journal-timing|jsonvalue-todos [count]
-// (journal-timing is not for callgrind: it prints wall-clock medians, with and without a journal)
+// (journal-timing is not for callgrind: it prints wall-clock medians, with and without a journal;
+// the journal workloads write in JOURNAL_DIR, /tmp by default)
 // (plain-o1: the benchmarks' plain baseline store, Benchmarks/ReduxStoreBenchmarks/PlainStore.swift)
 import CJSONC
 import CReduxStoreAPI
@@ -70,6 +71,8 @@ final class PlainStore<State: Sendable>: Sendable {
     }
 }
 
+/// Where the journal workloads write: JOURNAL_DIR, or /tmp.
+let journalFolder = getenv("JOURNAL_DIR").map { String(cString: $0) } ?? "/tmp"
 let arguments = CommandLine.arguments
 let workload = arguments.count > 1 ? arguments[1] : "dispatch-o1"
 let count = arguments.count > 2 ? Int(arguments[2])! : 1_000_000
@@ -92,18 +95,18 @@ case "keypath-unchanged", "gauge-o0":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "journal":
     let store = Store(reducers: [add], state: Counter())
-    try! store.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl")
+    try! store.startJournal(at: journalFolder + "/profile-journal-\(getpid()).jsonl")
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
-    unlink("/tmp/profile-journal-\(getpid()).jsonl")
+    unlink(journalFolder + "/profile-journal-\(getpid()).jsonl")
 case "journal-patches":
     let store = Store(reducers: [add], state: Counter())
     var options = JournalOptions()
     options.recordPatches = true
-    try! store.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl", options: options)
+    try! store.startJournal(at: journalFolder + "/profile-journal-\(getpid()).jsonl", options: options)
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
-    unlink("/tmp/profile-journal-\(getpid()).jsonl")
+    unlink(journalFolder + "/profile-journal-\(getpid()).jsonl")
 case "jsonvalue-todos":
     // A state of COUNT todos as a JSONValue (what a patch observer or a journal with patches
     // makes of the state after each action).
@@ -114,32 +117,40 @@ case "jsonvalue-todos":
 case "journal-burst":
     // The dispatching side of the journal: 1,000 dispatches, then the writer catches up.
     let store = Store(reducers: [add], state: Counter())
-    try! store.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl")
+    try! store.startJournal(at: journalFolder + "/profile-journal-\(getpid()).jsonl")
     for _ in 0..<count / 1_000 {
         for _ in 0..<1_000 { store.dispatchAction(Increment(amount: 1)) }
         store.flushJournal()
     }
     store.stopJournal()
-    unlink("/tmp/profile-journal-\(getpid()).jsonl")
+    unlink(journalFolder + "/profile-journal-\(getpid()).jsonl")
 case "journal-timing":
-    // Wall time per dispatch in bursts of 1,000 (as inspection.journal.counter measures it), with
-    // and without the journal, interleaved in one run: the medians over COUNT / 1,000 bursts.
+    // Wall time per dispatch in bursts of 1,000, the store with a journal and the same store
+    // without, side by side in alternating order (as inspection.journal.paired.counter): the
+    // medians over COUNT / 1,000 pairs, and their ratio. Not for callgrind.
     func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
     let plain = Store(reducers: [add], state: Counter())
     let journaled = Store(reducers: [add], state: Counter())
-    try! journaled.startJournal(at: "/tmp/profile-journal-\(getpid()).jsonl")
+    let path = journalFolder + "/profile-journal-\(getpid()).jsonl"
+    try! journaled.startJournal(at: path)
+    func burst(_ store: Store<Counter>) -> UInt64 {
+        let start = now()
+        for _ in 0..<1_000 { store.dispatchAction(Increment(amount: 1)) }
+        return now() - start
+    }
     var plainTimes: [UInt64] = [], journalTimes: [UInt64] = []
-    for _ in 0..<max(count / 1_000, 1) {
-        var start = now()
-        for _ in 0..<1_000 { plain.dispatchAction(Increment(amount: 1)) }
-        plainTimes.append(now() - start)
-        start = now()
-        for _ in 0..<1_000 { journaled.dispatchAction(Increment(amount: 1)) }
-        journalTimes.append(now() - start)
+    for pair in 0..<max(count / 1_000, 1) {
+        if pair.isMultiple(of: 2) {
+            journalTimes.append(burst(journaled))
+            plainTimes.append(burst(plain))
+        } else {
+            plainTimes.append(burst(plain))
+            journalTimes.append(burst(journaled))
+        }
         journaled.flushJournal()
     }
     journaled.stopJournal()
-    unlink("/tmp/profile-journal-\(getpid()).jsonl")
+    unlink(path)
     // Per dispatch, in ns: a burst's time / 1,000.
     func percentile(_ times: [UInt64], _ fraction: Double) -> Double {
         Double(times.sorted()[Int(Double(times.count - 1) * fraction)]) / 1_000
