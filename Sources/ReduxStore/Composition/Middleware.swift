@@ -23,17 +23,26 @@ package final class MiddlewareChain: @unchecked Sendable {
     /// reference to it, so there is no cycle).
     package typealias Erased = (_ store: AnyObject, _ action: any Action, _ next: (any Action) -> Void) -> Void
 
-    private let middleware: [Erased]
+    /// One middleware, in an object of its own: a closure read from an array is called through
+    /// a reabstraction thunk that boxes its `next` argument on the heap per call (an array keeps
+    /// closures in their most general form); a closure in a stored property is called as it is.
+    /// (One allocation and about 300 instructions less per action and middleware.)
+    private final class Step {
+        let handle: Erased
+        init(_ handle: @escaping Erased) { self.handle = handle }
+    }
 
-    private init(_ middleware: [Erased]) {
-        self.middleware = middleware
+    private let steps: [Step]
+
+    private init(_ steps: [Step]) {
+        self.steps = steps
     }
 
     /// The chain of `middleware`, in order; `nil` for none.
     package static func make<State: Codable>(_ middleware: [Middleware<State>]) -> MiddlewareChain? {
         guard !middleware.isEmpty else { return nil }
         return MiddlewareChain(middleware.map { middleware in
-            { store, action, next in
+            Step { store, action, next in
                 middleware(unsafeDowncast(store, to: Store<State>.self), action, next)
             }
         })
@@ -45,11 +54,11 @@ package final class MiddlewareChain: @unchecked Sendable {
         _ store: AnyObject, _ action: any Action, from index: Int = 0,
         final: (any Action) -> Void
     ) {
-        guard index < middleware.count else {
+        guard index < steps.count else {
             final(action)
             return
         }
-        middleware[index](store, action) { next in
+        steps[index].handle(store, action) { next in
             run(store, next, from: index + 1, final: final)
         }
     }
