@@ -14,8 +14,8 @@ func registerJournalBenchmarks() {
     // the writer catches up, so the queue never fills and the disk's pace is not in the figure.
     // The sustained rate, bounded by how fast the disk takes the lines, is a benchmark below.
     // `inspection.journal.off.counter` is the same store and loop without a journal (its
-    // `flushJournal()` returns at once), run right after: the goal's baseline, measured under
-    // the same conditions rather than minutes apart in the run.
+    // `flushJournal()` returns at once), for the tables; the goal's figure pairs the two stores
+    // in each sample (`inspection.journal.paired.counter`, below).
     for (name, journal, patches) in [
         ("inspection.journal.counter", true, false),
         ("inspection.journal.off.counter", false, false),

@@ -28,8 +28,8 @@ final class Recorder {
 
     var isEmpty: Bool { journal == nil && history == nil && !keepsLastValue }
 
-    /// Whether a dispatch owes the journal a wait (its queue is full), or observers want the
-    /// action's patch: then the dispatch ends through ``Store/recordedRoundAndDeliver``.
+    /// Whether a dispatch owes the journal a wait (its queue is full): the dispatch then ends
+    /// through ``Store/recordedRoundAndDeliver``, which waits once the lock is released.
     var owesJournalWait: Bool { journalToWaitFor != nil }
 
     private func updateJournalAlone() {
