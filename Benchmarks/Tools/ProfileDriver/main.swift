@@ -71,8 +71,9 @@ final class PlainStore<State: Sendable>: Sendable {
     }
 }
 
-/// Where the journal workloads write: JOURNAL_DIR, or /tmp.
-let journalFolder = getenv("JOURNAL_DIR").map { String(cString: $0) } ?? "/tmp"
+/// Where the journal workloads write: in JOURNAL_DIR, or /tmp.
+let journalPath = (getenv("JOURNAL_DIR").map { String(cString: $0) } ?? "/tmp")
+    + "/profile-journal-\(getpid()).jsonl"
 let arguments = CommandLine.arguments
 let workload = arguments.count > 1 ? arguments[1] : "dispatch-o1"
 let count = arguments.count > 2 ? Int(arguments[2])! : 1_000_000
@@ -95,18 +96,18 @@ case "keypath-unchanged", "gauge-o0":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "journal":
     let store = Store(reducers: [add], state: Counter())
-    try! store.startJournal(at: journalFolder + "/profile-journal-\(getpid()).jsonl")
+    try! store.startJournal(at: journalPath)
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
-    unlink(journalFolder + "/profile-journal-\(getpid()).jsonl")
+    unlink(journalPath)
 case "journal-patches":
     let store = Store(reducers: [add], state: Counter())
     var options = JournalOptions()
     options.recordPatches = true
-    try! store.startJournal(at: journalFolder + "/profile-journal-\(getpid()).jsonl", options: options)
+    try! store.startJournal(at: journalPath, options: options)
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
-    unlink(journalFolder + "/profile-journal-\(getpid()).jsonl")
+    unlink(journalPath)
 case "jsonvalue-todos":
     // A state of COUNT todos as a JSONValue (what a patch observer or a journal with patches
     // makes of the state after each action).
@@ -117,13 +118,13 @@ case "jsonvalue-todos":
 case "journal-burst":
     // The dispatching side of the journal: 1,000 dispatches, then the writer catches up.
     let store = Store(reducers: [add], state: Counter())
-    try! store.startJournal(at: journalFolder + "/profile-journal-\(getpid()).jsonl")
+    try! store.startJournal(at: journalPath)
     for _ in 0..<count / 1_000 {
         for _ in 0..<1_000 { store.dispatchAction(Increment(amount: 1)) }
         store.flushJournal()
     }
     store.stopJournal()
-    unlink(journalFolder + "/profile-journal-\(getpid()).jsonl")
+    unlink(journalPath)
 case "journal-timing":
     // Wall time per dispatch in bursts of 1,000, the store with a journal and the same store
     // without, side by side in alternating order (as inspection.journal.paired.counter): the
@@ -131,8 +132,7 @@ case "journal-timing":
     func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
     let plain = Store(reducers: [add], state: Counter())
     let journaled = Store(reducers: [add], state: Counter())
-    let path = journalFolder + "/profile-journal-\(getpid()).jsonl"
-    try! journaled.startJournal(at: path)
+    try! journaled.startJournal(at: journalPath)
     func burst(_ store: Store<Counter>) -> UInt64 {
         let start = now()
         for _ in 0..<1_000 { store.dispatchAction(Increment(amount: 1)) }
@@ -150,7 +150,7 @@ case "journal-timing":
         journaled.flushJournal()
     }
     journaled.stopJournal()
-    unlink(path)
+    unlink(journalPath)
     // Per dispatch, in ns: a burst's time / 1,000.
     func percentile(_ times: [UInt64], _ fraction: Double) -> Double {
         Double(times.sorted()[Int(Double(times.count - 1) * fraction)]) / 1_000
