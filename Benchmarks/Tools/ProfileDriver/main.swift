@@ -74,6 +74,11 @@ final class PlainStore<State: Sendable>: Sendable {
 /// Where the journal workloads write: in JOURNAL_DIR, or /tmp.
 let journalPath = (getenv("JOURNAL_DIR").map { String(cString: $0) } ?? "/tmp")
     + "/profile-journal-\(getpid()).jsonl"
+/// Deletes the journal and the files it rotated to (`.1` … `.8`, JournalOptions' default).
+func removeJournal() {
+    unlink(journalPath)
+    for index in 1...8 { unlink("\(journalPath).\(index)") }
+}
 let arguments = CommandLine.arguments
 let workload = arguments.count > 1 ? arguments[1] : "dispatch-o1"
 let count = arguments.count > 2 ? Int(arguments[2])! : 1_000_000
@@ -99,7 +104,7 @@ case "journal":
     try! store.startJournal(at: journalPath)
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
-    unlink(journalPath)
+    removeJournal()
 case "journal-patches":
     let store = Store(reducers: [add], state: Counter())
     var options = JournalOptions()
@@ -107,7 +112,7 @@ case "journal-patches":
     try! store.startJournal(at: journalPath, options: options)
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
-    unlink(journalPath)
+    removeJournal()
 case "jsonvalue-todos":
     // A state of COUNT todos as a JSONValue (what a patch observer or a journal with patches
     // makes of the state after each action).
@@ -124,7 +129,7 @@ case "journal-burst":
         store.flushJournal()
     }
     store.stopJournal()
-    unlink(journalPath)
+    removeJournal()
 case "journal-timing":
     // Wall time per dispatch in bursts of 1,000, the store with a journal and the same store
     // without, side by side in alternating order (as inspection.journal.paired.counter): the
@@ -150,7 +155,7 @@ case "journal-timing":
         journaled.flushJournal()
     }
     journaled.stopJournal()
-    unlink(journalPath)
+    removeJournal()
     // Per dispatch, in ns: a burst's time / 1,000.
     func percentile(_ times: [UInt64], _ fraction: Double) -> Double {
         Double(times.sorted()[Int(Double(times.count - 1) * fraction)]) / 1_000
