@@ -115,7 +115,7 @@ extension Store {
                 // Patches need the state as JSON after the last action: from now on.
                 let recorder = core.pointee.recorder ?? Recorder()
                 if recorder.lastValue == nil, !insideReducer || readableInsideReducer {
-                    recorder.lastValue = stateAsJSONLocked()
+                    recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
                 }
                 core.pointee.recorder = recorder
             }

@@ -19,7 +19,7 @@ public func rdx_store_start_journal(
 public func rdx_store_stop_journal(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            handle.stopJournal()
+            try handle.stopJournal()
         }
     }
 }
@@ -28,7 +28,7 @@ public func rdx_store_stop_journal(_ store: OpaquePointer?) -> rdx_status {
 public func rdx_store_flush_journal(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            handle.flushJournal()
+            try handle.flushJournal()
         }
     }
 }

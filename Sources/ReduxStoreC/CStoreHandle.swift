@@ -58,10 +58,10 @@ class CStoreHandle: @unchecked Sendable {
         preconditionFailure("every kind of C store overrides \(#function)")
     }
 
-    func stopJournal() { preconditionFailure("every kind of C store overrides \(#function)") }
+    func stopJournal() throws(StoreError) { preconditionFailure("every kind of C store overrides \(#function)") }
 
     /// ``Store/flushJournal()``.
-    func flushJournal() { preconditionFailure("every kind of C store overrides \(#function)") }
+    func flushJournal() throws(StoreError) { preconditionFailure("every kind of C store overrides \(#function)") }
 
     /// The selection of the value at `pointer` in this store's state.
     func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
@@ -299,9 +299,11 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
         try store.startJournal(at: path, options: options)
     }
 
-    override func stopJournal() { store.stopJournal() }
+    override func stopJournal() throws(StoreError) {
+        if let problem = store.stopJournalReporting() { throw problem }
+    }
 
-    override func flushJournal() { store.flushJournal() }
+    override func flushJournal() throws(StoreError) { try store.flushJournal() }
 
     override func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
         PointerValue<State>(pointer: pointer).selection

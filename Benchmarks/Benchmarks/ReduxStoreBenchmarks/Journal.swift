@@ -26,7 +26,7 @@ func registerJournalBenchmarks() {
                 store.dispatchAction(Increment(amount: 1))
             }
             benchmark.stopMeasurement()
-            store.flushJournal()
+            try! store.flushJournal()
         } setup: { () -> Store<Counter> in
             journal
                 ? journaledCounter(at: folder + "/\(name).jsonl", patches: patches)
@@ -55,7 +55,7 @@ func registerJournalBenchmarks() {
             without = burst(pair.plain)
             with = burst(pair.journaled)
         }
-        pair.journaled.flushJournal()
+        try! pair.journaled.flushJournal()
         benchmark.measurement(perMille, Int(1_000 * with / max(without, 1)))
     } setup: {
         JournalPair(

@@ -126,7 +126,7 @@ case "journal-burst":
     try! store.startJournal(at: journalPath)
     for _ in 0..<count / 1_000 {
         for _ in 0..<1_000 { store.dispatchAction(Increment(amount: 1)) }
-        store.flushJournal()
+        try! store.flushJournal()
     }
     store.stopJournal()
     removeJournal()
@@ -152,7 +152,7 @@ case "journal-timing":
             plainTimes.append(burst(plain))
             journalTimes.append(burst(journaled))
         }
-        journaled.flushJournal()
+        try! journaled.flushJournal()
     }
     journaled.stopJournal()
     removeJournal()

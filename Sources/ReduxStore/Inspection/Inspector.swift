@@ -161,6 +161,9 @@ package enum Inspector {
                     .corrupt, "\(line.place): version \(line.version) does not follow the base state's version \(at)")
             }
             guard let patch = line.patch else {
+                if let reason = line.patchError {
+                    throw StoreError(.corrupt, "\(line.place): the patch of version \(line.version) was not recorded: \(reason)")
+                }
                 throw StoreError(.corrupt, "\(line.place): no \"patch\" (record the journal with recordPatches)")
             }
             do throws(StoreError) {

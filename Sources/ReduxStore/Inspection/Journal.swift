@@ -46,6 +46,9 @@ struct JournalEntry: @unchecked Sendable {
     let batch: UInt64?
     /// The action's patch (with ``JournalOptions/recordPatches``); the writer prints it.
     let patch: [JSONPatch.Operation]?
+    /// Why the patch could not be made, when it was asked for and could not be
+    /// (``JournalOptions/recordPatches`` with a state that is not JSON); the line says so.
+    let patchError: String?
 }
 
 /// An action that can say what to record for it, beyond what the journal knows how to encode
@@ -65,9 +68,15 @@ package protocol JournalRecordable: Action {
 /// store's lock only to swap the queue for an empty one, every ``writerInterval`` milliseconds
 /// or when woken. What waiters wait for (the writer's progress, its stop) is behind the
 /// journal's own lock, `state`, and its condition. The writer never holds both.
+///
+/// What is in the file is whole and in order, always: one journal at a time holds a file (an
+/// exclusive `flock`, so a second journal on it, in this process or another, is refused); a
+/// write that fails is cut back off the file, and the journal then writes nothing more: it
+/// counts what it could not write and reports it (``takeProblem()``) until it is stopped.
 final class Journal: @unchecked Sendable {
     // @unchecked: `queue` is touched only under the store's lock; `state`'s value only under
-    // its lock; `file`, `size` and the buffers by the writer thread only.
+    // its lock; `file`, `size` and the buffers by the writer thread only (and by ``start()``
+    // before the thread exists).
     let path: String
     let options: JournalOptions
 
@@ -84,17 +93,33 @@ final class Journal: @unchecked Sendable {
     /// journal; this must not keep the store's core alive past that).
     private var storeLock: Locked<StoreCore>?
 
+    /// Entries that are not in the file as they were recorded.
+    struct Loss {
+        /// The first failure's words.
+        var reason: String
+        var count = 0
+        var first: UInt64
+        var last: UInt64
+    }
+
     private struct Shared {
+        var started = false
         var stopping = false
         var stopped = false
-        /// Set by a dispatch that found the queue half full, or by ``flush()``: the writer then
-        /// does not wait for its interval.
+        /// Set by a dispatch that found the queue half full, or by ``flush(through:)``: the
+        /// writer then does not wait for its interval.
         var wake = false
         /// The highest version the writer has taken from the queue.
         var taken: UInt64 = 0
-        /// The highest version the writer has written (or failed to write: see `lastError`).
+        /// The highest version the writer has dealt with: written, or counted in `unwritten`.
         var written: UInt64 = 0
-        var lastError: StoreError?
+        /// Entries not written because a write failed (then the journal writes nothing more):
+        /// reported by every ``takeProblem()`` until the journal stops.
+        var unwritten: Loss?
+        /// Entries written without their payload or patch (a number JSON cannot hold, a line
+        /// over ``Journal/maximumLineSize``), each line saying why: reported once.
+        var incomplete: Loss?
+        var incompleteKind = StoreError.Kind.encode
     }
     private let state = Locked(Shared())
     private var file: Int32 = -1
@@ -105,16 +130,26 @@ final class Journal: @unchecked Sendable {
     @exclusivity(unchecked) private var lineEnds: [Int] = []
     /// The writer thread's: the lines of a batch as written, padded to keep each in a page.
     @exclusivity(unchecked) private var staged = ByteBuffer()
+    @exclusivity(unchecked) private var stagedEnds: [Int] = []
     @exclusivity(unchecked) private var spare: [JournalEntry] = []
     private var thread = pthread_t()
 
-    /// Opens the file and starts the writer. `storeLock` is the lock of the store whose actions
-    /// the journal records: the one the dispatch path holds when it calls ``append(version:action:time:batch:patch:)``.
+    /// The longest line the journal writes (its newline not counted): the longest JSON text the
+    /// journal's reader parses (``StoreLimits/maximumJSONTextSize``). An entry whose line would
+    /// be longer is written without its payload and patch, saying so (`"payloadError"`).
+    static let maximumLineSize = StoreLimits.maximumJSONTextSize
+
+    /// A journal for the actions of the store whose lock is `storeLock` (the one the dispatch
+    /// path holds when it calls ``append(version:action:time:batch:patch:patchError:)``). It
+    /// queues what is appended; ``start()`` opens the file and starts the writer.
     init(path: String, options: JournalOptions, storeLock: Locked<StoreCore>) throws(StoreError) {
         guard options.maximumFileSize > 0, options.maximumFiles >= 0, options.queueCapacity > 0 else {
             throw StoreError(
                 .invalidArgument,
                 "journal options: maximumFileSize and queueCapacity must be positive, maximumFiles not negative")
+        }
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            throw StoreError(.invalidArgument, "journal path is empty or holds a NUL character")
         }
         self.path = path
         self.options = options
@@ -123,7 +158,17 @@ final class Journal: @unchecked Sendable {
         // grow (a copy of every entry, under the store's lock) in the usual case.
         queue.pending.reserveCapacity(min(options.queueCapacity, 1_024))
         spare.reserveCapacity(min(options.queueCapacity, 1_024))
-        try open()
+    }
+
+    /// Opens the file and starts the writer. On failure the journal is stopped (a dispatcher
+    /// waiting for room returns) and the error thrown. Called once, holding no store lock.
+    func start() throws(StoreError) {
+        do throws(StoreError) {
+            try open()
+        } catch {
+            markStopped()
+            throw error
+        }
         let box = Unmanaged.passRetained(self).toOpaque()
         let status = pthread_create(&thread, nil, { raw in
             let journal = Unmanaged<Journal>.fromOpaque(raw!).takeRetainedValue()
@@ -133,23 +178,25 @@ final class Journal: @unchecked Sendable {
         guard status == 0 else {
             Unmanaged<Journal>.fromOpaque(box).release()
             closeFile()
-            self.storeLock = nil
+            markStopped()
             throw StoreError(.io, "journal \(path): could not start its writer thread (\(status))")
         }
+        state.withLock { $0.started = true }
     }
 
     // MARK: The dispatch side (under the store's lock)
 
     /// Appends an entry; the caller holds the store's lock. Returns whether the dispatcher must
-    /// wait for the writer once it released the store's lock (``Overflow/block`` and a full
-    /// queue).
+    /// wait for the writer once it released the store's lock (``JournalOptions/Overflow/block``
+    /// and a full queue).
     ///
     /// It wakes the writer only when the queue reaches half its capacity: otherwise the writer
     /// wakes on its own every ``writerInterval`` milliseconds, so a dispatch makes no system call
     /// (a wake-up per entry cost more than the rest of the journal's work on the dispatch path).
     @inline(__always)
     func append(
-        version: UInt64, action: any Action, time: timespec, batch: UInt64?, patch: [JSONPatch.Operation]?
+        version: UInt64, action: any Action, time: timespec, batch: UInt64?, patch: [JSONPatch.Operation]?,
+        patchError: String? = nil
     ) -> Bool {
         let count = queue.pending.count
         if count >= options.queueCapacity && options.overflow == .drop {
@@ -157,7 +204,8 @@ final class Journal: @unchecked Sendable {
             return false
         }
         queue.pending.append(
-            JournalEntry(version: version, action: action, time: time, batch: batch, patch: patch))
+            JournalEntry(
+                version: version, action: action, time: time, batch: batch, patch: patch, patchError: patchError))
         queue.appended = version
         if count + 1 == max(options.queueCapacity / 2, 1) { wakeWriter() }
         return count + 1 > options.queueCapacity
@@ -192,9 +240,10 @@ final class Journal: @unchecked Sendable {
         state.unlock()
     }
 
-    /// Waits until the writer has written every entry up to `version` (or the journal stopped).
-    /// The caller holds no store lock.
-    func flush(through version: UInt64) {
+    /// Waits until the writer has dealt with every entry up to `version` (or the journal
+    /// stopped), then reports what is not in the file as recorded (``takeProblem()``). The
+    /// caller holds no store lock.
+    func flush(through version: UInt64) -> StoreError? {
         state.lock()
         state.valuePointer.pointee.wake = true
         state.broadcast()  // wakes the writer now rather than at its next interval
@@ -202,16 +251,56 @@ final class Journal: @unchecked Sendable {
             state.wait()
         }
         state.unlock()
+        return takeProblem()
     }
 
-    var lastError: StoreError? { state.withLock { $0.lastError } }
+    /// What is not in the file as it was recorded, in words, or `nil` when every entry dealt
+    /// with so far is there whole: entries lost to a failed write (said every time: the journal
+    /// writes nothing more), else lines written without their payload or patch since the last
+    /// report (said once).
+    func takeProblem() -> StoreError? {
+        state.withLock { shared in
+            if let loss = shared.unwritten {
+                return StoreError(
+                    .io,
+                    "journal \(path): \(loss.reason); \(Self.describe(loss)) not written, and the journal "
+                        + "writes nothing more: stop it, and start it again once the cause is fixed "
+                        + "(the file holds every line before, whole)")
+            }
+            if let loss = shared.incomplete {
+                shared.incomplete = nil
+                return StoreError(
+                    shared.incompleteKind,
+                    "journal \(path): \(Self.describe(loss)) "
+                        + (loss.count == 1 ? "was written without its payload or patch, the line saying why: "
+                            : "were written without their payload or patch, each line saying why; the first: ")
+                        + loss.reason)
+            }
+            return nil
+        }
+    }
 
-    /// Writes everything queued, stops the writer and closes the file. Idempotent. The caller
-    /// holds no store lock; no dispatch appends to this journal any more (the store dropped it,
-    /// or is going away).
-    func stop() {
+    /// The error the journal's writes met, if one failed; not cleared by reading it.
+    var failure: StoreError? {
+        state.withLock { shared -> StoreError? in
+            guard let loss = shared.unwritten else { return nil }
+            return StoreError(.io, "journal \(path): \(loss.reason); \(Self.describe(loss)) not written")
+        }
+    }
+
+    private static func describe(_ loss: Loss) -> String {
+        let entries = loss.count == 1 ? "1 entry" : "\(loss.count) entries"
+        let versions = loss.first == loss.last ? "version \(loss.first)" : "versions \(loss.first)–\(loss.last)"
+        return "\(entries) (\(versions))"
+    }
+
+    /// Writes everything queued, stops the writer and closes the file, and reports what is not
+    /// in the file as recorded (``takeProblem()``). Idempotent. The caller holds no store lock;
+    /// no dispatch appends to this journal any more (the store dropped it, or is going away).
+    @discardableResult
+    func stop() -> StoreError? {
         let join = state.withLock { shared -> Bool in
-            if shared.stopping { return false }
+            if shared.stopping || !shared.started { return false }
             shared.stopping = true
             state.broadcast()
             return true
@@ -220,6 +309,15 @@ final class Journal: @unchecked Sendable {
         state.lock()
         while !state.valuePointer.pointee.stopped { state.wait() }
         state.unlock()
+        return takeProblem()
+    }
+
+    private func markStopped() {
+        storeLock = nil
+        state.withLock { shared in
+            shared.stopped = true
+            state.broadcast()
+        }
     }
 
     // MARK: The writer thread
@@ -250,11 +348,7 @@ final class Journal: @unchecked Sendable {
             if done { break }
         }
         closeFile()
-        storeLock = nil
-        state.withLock { shared in
-            shared.stopped = true
-            state.broadcast()
-        }
+        markStopped()
     }
 
     /// Writes the entries' lines so that a crash, SIGKILL included, never leaves half a line:
@@ -263,28 +357,68 @@ final class Journal: @unchecked Sendable {
     /// would cross into the next page starts on it instead: the line before it is padded with
     /// spaces (JSON allows them) to the page's end, where its newline moves. Only a line longer
     /// than a page spans pages, and a crash may cut it (a journal started on the file cuts it
-    /// off; replay reports it). The padded lines go out in one write per batch: a write per page
-    /// cost more than formatting the lines (measured: 0.15 to 0.45 s of system time for 2 million
-    /// entries).
+    /// off; replay reports it). The padded lines go out in one write per batch and file: a write
+    /// per page cost more than formatting the lines (measured: 0.15 to 0.45 s of system time for
+    /// 2 million entries).
+    ///
+    /// The file rotates before a line that would take it past ``JournalOptions/maximumFileSize``
+    /// (padding counted), so a file is larger only when it holds one line that is.
+    ///
+    /// A write that fails (a full disk, a file size limit) is cut back off the file, so the file
+    /// keeps every line before it, whole; its entries and every later one are counted as not
+    /// written (``takeProblem()``).
     private func write(_ entries: [JournalEntry]) {
+        let broken = state.withLock { $0.unwritten != nil }
+        if broken {
+            lose(entries[...], reason: nil)
+            return
+        }
         formatter.reset()
         lineEnds.removeAll(keepingCapacity: true)
         for entry in entries {
-            formatter.appendLine(for: entry)
+            let start = formatter.output.count
+            var problem = formatter.appendLine(for: entry)
+            if formatter.output.count - start - 1 > Self.maximumLineSize {
+                let length = formatter.output.count - start - 1
+                formatter.truncate(to: start)
+                let omission = "its line would be \(length) bytes, more than the journal's limit of \(Self.maximumLineSize)"
+                formatter.appendLine(for: entry, omittingPayload: omission)
+                problem = JournalLineProblem(kind: .limit, reason: "version \(entry.version): \(omission)")
+            }
+            if let problem { noteIncomplete(entry.version, problem) }
             lineEnds.append(formatter.output.count)
         }
         let output = formatter.output
-        do throws(StoreError) {
-            if size > 0 && size + output.count > options.maximumFileSize { try rotate() }
-            // The bytes to write from `start` on: the lines, padded.
-            var start = size
-            var position = size  // the file offset of the next byte of `staged`
-            staged.count = 0
+        // The entries from `first` on are in `staged` or still to stage; `stagedEnds` holds
+        // where each staged line ends in `staged`, its newline included.
+        var first = 0
+        stagedEnds.removeAll(keepingCapacity: true)
+        // The bytes to write from `start` on: the lines, padded.
+        var start = size
+        var position = size  // the file offset of the next byte of `staged`
+        staged.count = 0
+        do throws(JournalWriteFailure) {
             var lineStart = 0
-            for lineEnd in lineEnds {
+            for (index, lineEnd) in lineEnds.enumerated() {
                 let length = lineEnd - lineStart
-                let room = Self.page - position % Self.page
-                if length > room && length <= Self.page && room < Self.page {
+                var room = Self.page - position % Self.page
+                var padding = length > room && length <= Self.page && room < Self.page ? room : 0
+                if position > 0 && position + padding + length > options.maximumFileSize {
+                    try writeAt(start, staged.contents)
+                    first = index
+                    stagedEnds.removeAll(keepingCapacity: true)
+                    do throws(StoreError) {
+                        try rotate()
+                    } catch {
+                        throw JournalWriteFailure(reason: error.message, written: 0)
+                    }
+                    start = 0
+                    position = 0
+                    staged.count = 0
+                    room = Self.page
+                    padding = 0
+                }
+                if padding > 0 {
                     // The newline before `position` becomes a space; spaces and the newline
                     // fill the page.
                     if staged.count == 0 {
@@ -296,18 +430,56 @@ final class Journal: @unchecked Sendable {
                     staged.append(repeating: 0x20, count: room - 1)
                     staged.append(0x0A)
                     position += room
+                    if !stagedEnds.isEmpty { stagedEnds[stagedEnds.count - 1] = staged.count }
                 }
                 staged.append(UnsafeBufferPointer(rebasing: output[lineStart..<lineEnd]))
+                stagedEnds.append(staged.count)
                 position += length
                 lineStart = lineEnd
             }
             try writeAt(start, staged.contents)
         } catch {
-            state.withLock { $0.lastError = error }
+            // Keep the lines written whole; cut the rest off.
+            let whole = stagedEnds.lastIndex { $0 <= error.written }
+            let kept = whole.map { start + stagedEnds[$0] } ?? size
+            var repaired = file < 0 || ftruncate(file, off_t(kept)) == 0  // (closed: a rotation failed)
+            if file >= 0 && repaired && whole == nil && start < size {
+                var newline: UInt8 = 0x0A  // the padded write began over it
+                repaired = pwrite(file, &newline, 1, off_t(size - 1)) == 1
+            }
+            size = kept
+            let cut = repaired ? "" : " (and the file could not be cut back: its last line may be torn, which a journal started on it cuts off)"
+            lose(entries[(first + (whole.map { $0 + 1 } ?? 0))...], reason: error.reason + cut)
+            return
         }
         state.withLock { shared in
             shared.written = entries.last!.version
             state.broadcast()  // for flush()
+        }
+    }
+
+    /// Counts `entries` as not written: `reason` is the failure that stopped the journal (nil:
+    /// it had stopped before).
+    private func lose(_ entries: ArraySlice<JournalEntry>, reason: String?) {
+        guard let firstVersion = entries.first?.version, let lastVersion = entries.last?.version else { return }
+        state.withLock { shared in
+            var loss = shared.unwritten ?? Loss(reason: reason ?? "", first: firstVersion, last: lastVersion)
+            loss.count += entries.count
+            loss.last = lastVersion
+            shared.unwritten = loss
+            shared.written = lastVersion
+            state.broadcast()
+        }
+    }
+
+    private func noteIncomplete(_ version: UInt64, _ problem: JournalLineProblem) {
+        state.withLock { shared in
+            if shared.incomplete == nil {
+                shared.incomplete = Loss(reason: problem.reason, first: version, last: version)
+                shared.incompleteKind = problem.kind
+            }
+            shared.incomplete!.count += 1
+            shared.incomplete!.last = version
         }
     }
 
@@ -316,48 +488,109 @@ final class Journal: @unchecked Sendable {
 
     // MARK: Files
 
-    /// Opens (appending to) the journal file. A last line left torn by a crash is cut off first,
-    /// so every line in the file is whole.
+    /// Opens (appending to) the journal file and takes its lock. A last line left torn by a
+    /// crash is cut off first, so every line in the file is whole.
+    ///
+    /// Only a regular file is opened, and opening never blocks: a FIFO or a device is refused
+    /// (before the open, and after it: the open is non-blocking, so one put in the file's place
+    /// meanwhile is refused too). A file another journal holds, in this process or another, is
+    /// refused: two writers would write their lines over each other's.
     private func open() throws(StoreError) {
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw StoreError(.io, "journal \(path): cannot open: \(String(cString: strerror(errno)))")
-        }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            _ = close(fd)
-            throw StoreError(.io, "journal \(path): not a regular file")
-        }
-        var length = Int(info.st_size)
-        if length > 0 {
-            // Cut a torn last line (no newline at the end) back to the last newline.
-            let reader = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            if reader >= 0 {
-                defer { _ = close(reader) }
-                var byte: UInt8 = 0
-                var end = length
-                while end > 0, pread(reader, &byte, 1, off_t(end - 1)) == 1, byte != 0x0A { end -= 1 }
+        // The path may be renamed away (a rotation by the journal that held it) between the open
+        // and the lock: then the lock is on a file that is no longer the journal, and it is
+        // opened again.
+        for _ in 0..<16 {
+            var info = stat()
+            if stat(path, &info) == 0 { try Self.requireRegular(info, path) }
+            let fd = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0o644)
+            guard fd >= 0 else {
+                throw StoreError(.io, "journal \(path): cannot open: \(String(cString: strerror(errno)))")
+            }
+            do throws(StoreError) {
+                guard fstat(fd, &info) == 0 else { throw StoreError.system("journal \(path): fstat") }
+                try Self.requireRegular(info, path)
+                while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+                    if errno == EINTR { continue }
+                    if errno == EWOULDBLOCK {
+                        throw StoreError(
+                            .io,
+                            "journal \(path): in use by another journal (of this process or another): "
+                                + "two journals on one file would write over each other's lines")
+                    }
+                    throw StoreError.system("journal \(path): flock")
+                }
+                var now = stat()
+                if stat(path, &now) != 0 || now.st_ino != info.st_ino || now.st_dev != info.st_dev {
+                    _ = close(fd)
+                    continue
+                }
+                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                var length = Int(info.st_size)
+                let end = try lastLineEnd(fd, length: length)
                 if end != length {
-                    _ = ftruncate(fd, off_t(end))
+                    guard ftruncate(fd, off_t(end)) == 0 else {
+                        throw StoreError.system("journal \(path): cannot cut off its torn last line")
+                    }
                     length = end
                 }
+                file = fd
+                size = length
+                return
+            } catch {
+                _ = close(fd)
+                throw error
             }
         }
-        file = fd
-        size = length
+        throw StoreError(.io, "journal \(path): the file kept being replaced while it was opened")
+    }
+
+    private static func requireRegular(_ info: stat, _ path: String) throws(StoreError) {
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            throw StoreError(.io, "journal \(path): not a regular file (\(RegularFile.kindName(type)))")
+        }
+    }
+
+    /// The offset just past the file's last newline (0 if it has none): `length` when its last
+    /// line is whole. Reads backwards in chunks that double, from 64 KiB to 16 MiB, so a torn line
+    /// of any length costs a few reads.
+    private func lastLineEnd(_ fd: Int32, length: Int) throws(StoreError) -> Int {
+        var end = length
+        var chunk = 1 << 16
+        var buffer: [UInt8] = []
+        while end > 0 {
+            let count = min(chunk, end)
+            if buffer.count < count { buffer = [UInt8](repeating: 0, count: count) }
+            var done = 0
+            while done < count {
+                let read = buffer.withUnsafeMutableBytes {
+                    pread(fd, $0.baseAddress! + done, count - done, off_t(end - count + done))
+                }
+                if read < 0 && errno == EINTR { continue }
+                guard read > 0 else {
+                    throw StoreError(
+                        .io, "journal \(path): cannot read its last line: \(read < 0 ? String(cString: strerror(errno)) : "the file shrank")")
+                }
+                done += read
+            }
+            if let newline = buffer[..<count].lastIndex(of: 0x0A) { return end - count + newline + 1 }
+            end -= count
+            chunk = min(chunk * 2, 1 << 24)
+        }
+        return 0
     }
 
     private func closeFile() {
         if file >= 0 {
             _ = fsync(file)
-            _ = close(file)
+            _ = close(file)  // releases the lock
             file = -1
         }
     }
 
-    /// `journal` → `journal.1` → … → `journal.<maximumFiles>` (the last one deleted).
+    /// `journal` → `journal.1` → … → `journal.<maximumFiles>` (the last one deleted). The file is
+    /// renamed while this journal still holds it (its lock), then the new one opened.
     private func rotate() throws(StoreError) {
-        closeFile()
         if options.maximumFiles == 0 {
             _ = unlink(path)
         } else {
@@ -367,23 +600,32 @@ final class Journal: @unchecked Sendable {
                 _ = rename("\(path).\(index)", "\(path).\(index + 1)")
                 index -= 1
             }
-            _ = rename(path, "\(path).1")
+            guard rename(path, "\(path).1") == 0 else {
+                throw StoreError.system("journal \(path): cannot rotate it to \(path).1")
+            }
         }
+        closeFile()
         try open()
     }
 
     /// Writes `bytes` at `offset` (the file's end, or inside its last page), and moves the
-    /// file's size past them.
-    private func writeAt(_ offset: Int, _ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) {
+    /// file's size past them. A failure says how many of the bytes were written.
+    private func writeAt(_ offset: Int, _ bytes: UnsafeBufferPointer<UInt8>) throws(JournalWriteFailure) {
         var done = 0
         while done < bytes.count {
             let written = pwrite(file, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             if written < 0 {
                 if errno == EINTR { continue }
-                throw StoreError(.io, "journal \(path): write failed: \(String(cString: strerror(errno)))")
+                throw JournalWriteFailure(reason: "a write failed: \(String(cString: strerror(errno)))", written: done)
             }
             done += written
         }
         size = max(size, offset + bytes.count)
     }
+}
+
+/// A write of the journal's that failed, and how many of its bytes it wrote first.
+struct JournalWriteFailure: Error {
+    let reason: String
+    let written: Int
 }

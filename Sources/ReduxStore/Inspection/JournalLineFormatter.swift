@@ -11,7 +11,9 @@ import Glibc
 /// The line: `{"version":N,"identifier":"…","payload":…,"time":"2026-11-22T10:00:00.000Z"}` and
 /// `"typed":true` for a typed action's properties, `"replayable":false` for an action the
 /// journal cannot record, `"batch":F` for an action of a batch (F: the batch's first version),
-/// `"patch":[…]`; then a newline.
+/// `"patch":[…]`; then a newline. A payload or patch that cannot be written (a number JSON cannot
+/// hold, an encoding that fails, a line too long) is left out, and the line says why:
+/// `"payloadError":"…"` (with `"replayable":false`), `"patchError":"…"`.
 struct JournalLineFormatter: ~Copyable {
     private var bytes = ByteBuffer()
     /// The second `secondsText` is for: `2026-11-22T10:00:00`.
@@ -24,13 +26,32 @@ struct JournalLineFormatter: ~Copyable {
     /// Forgets the lines formatted so far (keeping the buffer).
     mutating func reset() { bytes.count = 0 }
 
-    /// Appends the line of `entry` (newline included) to ``output``.
-    mutating func appendLine(for entry: JournalEntry) {
+    /// Forgets the output from `count` bytes on (a line begun there).
+    mutating func truncate(to count: Int) { bytes.count = count }
+
+    /// Appends the line of `entry` (newline included) to ``output``. Returns what the line
+    /// leaves out and why, when it leaves out the payload or the patch (the line says it too).
+    @discardableResult
+    mutating func appendLine(for entry: JournalEntry) -> JournalLineProblem? {
+        appendLine(for: entry, omittingPayload: nil)
+    }
+
+    /// ``appendLine(for:)``; with `omission`, the payload and patch are left out for that reason.
+    @discardableResult
+    mutating func appendLine(for entry: JournalEntry, omittingPayload omission: String?) -> JournalLineProblem? {
+        var problem: JournalLineProblem?
         append("{\"version\":")
         appendInteger(entry.version)
         append(",\"identifier\":")
         appendIdentifier(entry.action.identifier)
-        appendPayload(of: entry.action)
+        if let omission {
+            append(",\"replayable\":false,\"payloadError\":")
+            appendString(omission)
+        } else if let reason = appendPayload(of: entry.action) {
+            append(",\"payloadError\":")
+            appendString(reason)
+            problem = JournalLineProblem(kind: .encode, reason: "version \(entry.version): \(reason)")
+        }
         append(",\"time\":\"")
         appendTime(entry.time)
         append("\"")
@@ -38,19 +59,33 @@ struct JournalLineFormatter: ~Copyable {
             append(",\"batch\":")
             appendInteger(batch)
         }
-        if let patch = entry.patch {
+        var patchError = entry.patchError
+        if let omission, entry.patch != nil || patchError != nil {
+            patchError = omission
+        } else if let patch = entry.patch {
             let start = bytes.count
             append(",\"patch\":")
-            if !appendPatch(patch) { bytes.count = start }  // a NaN in it: no patch
+            if let path = appendPatch(patch) {
+                bytes.count = start
+                patchError = "the patch holds a number JSON cannot hold (NaN or an infinity) at \"\(path)\""
+            }
+        }
+        if let patchError {
+            append(",\"patchError\":")
+            appendString(patchError)
+            if omission == nil, problem == nil {
+                problem = JournalLineProblem(kind: .encode, reason: "version \(entry.version): \(patchError)")
+            }
         }
         append("}\n")
+        return problem
     }
 
     /// How each action type's payload is printed, found once per type: a protocol cast
     /// (`as? any Encodable`) costs thousands of instructions, a lookup here tens.
     private enum Kind {
         case json, recordable, other
-        case encodable((any Action) -> SnapshotTape?)
+        case encodable((any Action) -> Result<SnapshotTape, StoreError>)
     }
     private var kinds: [ObjectIdentifier: Kind] = [:]
     /// The last type looked up: a journal's entries are often of one type in a row.
@@ -83,61 +118,95 @@ struct JournalLineFormatter: ~Copyable {
     /// Encodes actions of `sample`'s type into a tape of its own, reused from one action to
     /// the next (the writer thread alone uses it); the cast back to the type is to a concrete
     /// type, which is cheap.
-    private static func encoder<E: Encodable>(for sample: E) -> (any Action) -> SnapshotTape? {
+    private static func encoder<E: Encodable>(for sample: E) -> (any Action) -> Result<SnapshotTape, StoreError> {
         let encoder = SnapshotEncoder()
         let tape = SnapshotTape()
         return { action in
-            guard let action = action as? E, (try? encoder.encode(action, into: tape)) != nil else { return nil }
-            return tape
+            guard let action = action as? E else {
+                return .failure(StoreError(.encode, "an action of another type under the same type's identity"))
+            }
+            do throws(StoreError) {
+                try encoder.encode(action, into: tape)
+                return .success(tape)
+            } catch {
+                return .failure(error)
+            }
         }
     }
 
-    private mutating func appendPayload(of action: any Action) {
+    /// Prints `,"payload":…` (and `,"typed":true` for a typed action's properties), or
+    /// `,"replayable":false` for an action the journal cannot record. Returns why the payload
+    /// was left out when it could not be written (with `,"replayable":false` printed).
+    private mutating func appendPayload(of action: any Action) -> String? {
+        let start = bytes.count
+        var reason: String
         switch kind(of: action) {
         case .other:
             append(",\"replayable\":false")
-            return
+            return nil
         case .encodable(let encode):
-            let start = bytes.count
-            if let tape = encode(action) {
+            switch encode(action) {
+            case .success(let tape):
                 append(",\"payload\":")
-                if appendTape(tape) {
-                    append(",\"typed\":true")
-                    return
+                guard appendTape(tape) else {
+                    reason = nonFiniteReason("payload")
+                    break
                 }
+                append(",\"typed\":true")
+                return nil
+            case .failure(let error):
+                reason = "its payload could not be encoded: \(error.message)"
             }
-            bytes.count = start
-            append(",\"replayable\":false")
-            return
         case .json, .recordable:
-            break
-        }
-        if let action = action as? JSONAction {
-            guard let payload = action.payload else { return }
-            let start = bytes.count
-            append(",\"payload\":")
-            if !appendValue(payload) {
-                bytes.count = start
-                append(",\"replayable\":false")
+            if let action = action as? JSONAction {
+                guard let payload = action.payload else { return nil }
+                append(",\"payload\":")
+                guard appendValue(payload) else {
+                    reason = nonFiniteReason("payload")
+                    break
+                }
+                return nil
             }
-            return
-        }
-        if let action = action as? any JournalRecordable {
-            guard let tree = action.journalPayload else { return }
-            if let text = try? JSONCText.print(tree) {
+            guard let action = action as? any JournalRecordable else {
+                append(",\"replayable\":false")
+                return nil
+            }
+            guard let tree = action.journalPayload else { return nil }
+            do throws(StoreError) {
+                let text = try JSONCText.print(tree)
                 append(",\"payload\":")
                 appendText(text)
-            } else {
-                append(",\"replayable\":false")
+                return nil
+            } catch {
+                reason = "its payload could not be written: \(error.message)"
             }
-            return
         }
+        bytes.count = start
         append(",\"replayable\":false")
+        return reason
     }
 
-    /// Prints RFC 6902 operations as ``JSONPatch/Operation`` encodes them; `false` (with part
-    /// of them printed) for a non-finite number in a value.
-    private mutating func appendPatch(_ operations: [JSONPatch.Operation]) -> Bool {
+    /// Where the last value that could not be printed held its non-finite number: the JSON
+    /// Pointer's tokens from the inside out, filled as the printing functions return `false`.
+    private var failedTokens: [String] = []
+
+    /// `what holds a number JSON cannot hold (NaN or an infinity) at "/pointer"`, from
+    /// ``failedTokens`` (emptied).
+    private mutating func nonFiniteReason(_ what: String) -> String {
+        defer { failedTokens.removeAll() }
+        return "its \(what) holds a number JSON cannot hold (NaN or an infinity) at \"\(failedPointer())\""
+    }
+
+    /// The JSON Pointer of ``failedTokens``, emptying them.
+    private mutating func failedPointer() -> String {
+        defer { failedTokens.removeAll() }
+        return failedTokens.reversed().map { "/" + JSONPointerPath.escape($0) }.joined()
+    }
+
+    /// Prints RFC 6902 operations as ``JSONPatch/Operation`` encodes them; for a non-finite
+    /// number in a value, returns where it is, as a JSON Pointer into the state (with part of
+    /// the operations printed).
+    private mutating func appendPatch(_ operations: [JSONPatch.Operation]) -> String? {
         bytes.append(0x5B)
         for (index, operation) in operations.enumerated() {
             if index > 0 { bytes.append(0x2C) }
@@ -149,15 +218,16 @@ struct JournalLineFormatter: ~Copyable {
             appendString(operation.path)
             if let value = operation.value {
                 append(",\"value\":")
-                guard appendValue(value) else { return false }
+                guard appendValue(value) else { return operation.path + failedPointer() }
             }
             bytes.append(0x7D)
         }
         bytes.append(0x5D)
-        return true
+        return nil
     }
 
-    /// Prints `value` as JSON; `false` (with part of it printed) for a non-finite number.
+    /// Prints `value` as JSON; `false` (with part of it printed) for a non-finite number, whose
+    /// place is then in ``failedTokens``.
     private mutating func appendValue(_ value: JSONValue) -> Bool {
         switch value {
         case .null: append("null")
@@ -172,7 +242,10 @@ struct JournalLineFormatter: ~Copyable {
             append("[")
             for (index, element) in elements.enumerated() {
                 if index > 0 { append(",") }
-                guard appendValue(element) else { return false }
+                guard appendValue(element) else {
+                    failedTokens.append(String(index))
+                    return false
+                }
             }
             append("]")
         case .object(let members):
@@ -183,7 +256,10 @@ struct JournalLineFormatter: ~Copyable {
                 first = false
                 appendString(key)
                 append(":")
-                guard appendValue(member) else { return false }
+                guard appendValue(member) else {
+                    failedTokens.append(key)
+                    return false
+                }
             }
             append("}")
         }
@@ -221,6 +297,7 @@ struct JournalLineFormatter: ~Copyable {
             bytes.append(isObject ? 0x7B : 0x5B)
             var child = slot.first
             var first = true
+            var index = 0
             while child != 0 {
                 if !first { bytes.append(0x2C) }
                 first = false
@@ -228,8 +305,12 @@ struct JournalLineFormatter: ~Copyable {
                     appendString(tape.strings[Int(tape.slots[Int(child)].key)])
                     bytes.append(0x3A)
                 }
-                guard appendTapeValue(child, tape) else { return false }
+                guard appendTapeValue(child, tape) else {
+                    failedTokens.append(isObject ? tape.strings[Int(tape.slots[Int(child)].key)] : String(index))
+                    return false
+                }
                 child = tape.slots[Int(child)].next
+                index += 1
             }
             bytes.append(isObject ? 0x7D : 0x5D)
         }
@@ -338,6 +419,15 @@ struct JournalLineFormatter: ~Copyable {
         bytes.append(0x30 + UInt8(milliseconds % 10))
         bytes.append(0x5A)
     }
+}
+
+/// A part of a journal line left out, and why (``JournalLineFormatter/appendLine(for:)``).
+struct JournalLineProblem {
+    /// ``StoreError/Kind/encode`` for a value JSON cannot hold, ``StoreError/Kind/limit`` for a
+    /// line too long.
+    let kind: StoreError.Kind
+    /// `version N: …`.
+    let reason: String
 }
 
 /// A growable byte buffer whose appends are a capacity test and a `memcpy` (an array's

@@ -20,6 +20,11 @@ package struct JournalLine: @unchecked Sendable {
     package let time: String
     /// The patch, borrowed from the parsed line; NULL when not recorded.
     package let patch: OpaquePointer?
+    /// Why the payload is not in the line (`"payloadError"`), when the journal could not write it.
+    package let payloadError: String?
+    /// Why the patch is not in the line (`"patchError"`), when it was asked for and could not be
+    /// made or written.
+    package let patchError: String?
     /// Where the line is, for messages: `journal.1:17`.
     package let place: String
     let root: JSONCTreeOwner
@@ -146,6 +151,16 @@ package enum JournalReader {
             batchStart = nil
         }
         let patch = member("patch")
+        func reason(_ key: String) throws(StoreError) -> String? {
+            let (found, value) = member(key)
+            guard found else { return nil }
+            guard json_object_get_type(value) == json_type_string else {
+                throw StoreError(.corrupt, "\(place): \"\(key)\" is not a string")
+            }
+            return String(cString: json_object_get_string(value))
+        }
+        let payloadError = try reason("payloadError")
+        let patchError = try reason("patchError")
         return JournalLine(
             version: UInt64(json_object_get_int64(version)),
             identifier: String(cString: json_object_get_string(identifier)),
@@ -155,6 +170,7 @@ package enum JournalReader {
             batch: batchStart,
             time: String(cString: json_object_get_string(time)),
             patch: patch.found ? patch.value : nil,
+            payloadError: payloadError, patchError: patchError,
             place: place, root: owner)
     }
 }

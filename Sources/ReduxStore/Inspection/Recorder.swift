@@ -12,6 +12,9 @@ final class Recorder {
     var lastValue: JSONValue? {
         didSet { if keepsLastValue != (journalAlone == nil) { updateJournalAlone() } }
     }
+    /// Why ``lastValue`` is missing when the state could not be made JSON: the next patch
+    /// cannot be made, and its journal line says so.
+    var lastValueError: String?
     /// The journal when an entry is all there is to make of an action: a journal without
     /// patches, no history, no state kept for patches. The dispatch path appends to it straight
     /// away (when no observer asks for patches either: that list is the store's).
@@ -43,6 +46,25 @@ final class Recorder {
     /// Whether ``lastValue`` holds a value (tested without copying it).
     var keepsLastValue: Bool {
         if case .some = lastValue { true } else { false }
+    }
+
+    /// Keeps the state as JSON (``lastValue``), or why it could not be made
+    /// (``lastValueError``), for the next action's patch. `version` is the state's.
+    func rememberState(_ state: Result<JSONValue, StoreError>, at version: UInt64) {
+        switch state {
+        case .success(let value):
+            lastValue = value
+            lastValueError = nil
+        case .failure(let error):
+            lastValue = nil
+            lastValueError = "the state at version \(version) is not JSON: \(error.message)"
+        }
+    }
+
+    /// Forgets the state kept for patches (nobody wants them any more).
+    func forgetState() {
+        lastValue = nil
+        lastValueError = nil
     }
 
     func takePendingPatch() -> [JSONPatch.Operation] {
@@ -122,25 +144,31 @@ extension Store {
         let forObservers = core.valuePointer.pointee.observers.wantsPatches
         let forJournal = recorder.journal?.options.recordPatches ?? false
         var operations: [JSONPatch.Operation]?
+        var patchError: String?
         if forObservers || forJournal {
             let now = stateAsJSONLocked(tape: tape)
-            if let before = recorder.lastValue, let now {
+            if let before = recorder.lastValue, case .success(let now) = now {
                 operations = JSONPatch.diff(from: before, to: now)
+            } else if case .failure(let error) = now {
+                patchError = "the state after this action is not JSON: \(error.message)"
+            } else {
+                patchError = recorder.lastValueError ?? "the state before this action was not recorded"
             }
-            recorder.lastValue = now
-        } else if recorder.keepsLastValue {
-            recorder.lastValue = nil  // nobody wants patches: start afresh when someone does
+            recorder.rememberState(now, at: version)
+        } else if recorder.keepsLastValue || recorder.lastValueError != nil {
+            recorder.forgetState()  // nobody wants patches: start afresh when someone does
         }
         if forObservers, let operations { recorder.pendingPatch += operations }
         guard let journal = recorder.journal else { return }
         appendToJournalLocked(
-            journal, action, at: version, batch: batch, patch: forJournal ? operations : nil, in: recorder)
+            journal, action, at: version, batch: batch, patch: forJournal ? operations : nil,
+            patchError: forJournal ? patchError : nil, in: recorder)
     }
 
     @inline(__always)
     private func appendToJournalLocked(
         _ journal: Journal, _ action: any Action, at version: UInt64, batch: UInt64?,
-        patch: [JSONPatch.Operation]?,
+        patch: [JSONPatch.Operation]?, patchError: String? = nil,
         in recorder: Recorder
     ) {
         var time = timespec()
@@ -150,23 +178,30 @@ extension Store {
         clock_gettime(CLOCK_REALTIME_COARSE, &time)
         let full: Bool
         if let journalCopier {
-            full = journal.append(version: version, action: journalCopier(action), time: time, batch: batch, patch: patch)
+            full = journal.append(
+                version: version, action: journalCopier(action), time: time, batch: batch, patch: patch,
+                patchError: patchError)
         } else {
-            full = journal.append(version: version, action: action, time: time, batch: batch, patch: patch)
+            full = journal.append(
+                version: version, action: action, time: time, batch: batch, patch: patch, patchError: patchError)
         }
         if full { recorder.mustWait(for: journal, through: version) }
     }
 
-    /// The state as a ``JSONValue`` (from `tape` if given). The caller holds the lock.
-    func stateAsJSONLocked(tape: SnapshotTape? = nil) -> JSONValue? {
-        let source: SnapshotTape
-        if let tape {
-            source = tape
-        } else {
-            source = core.valuePointer.pointee.recorder?.scratch ?? SnapshotTape()
-            guard (try? core.valuePointer.pointee.encoder.encode(state.pointee, into: source)) != nil
-            else { return nil }
+    /// The state as a ``JSONValue`` (from `tape` if given), or why it cannot be made. The
+    /// caller holds the lock.
+    func stateAsJSONLocked(tape: SnapshotTape? = nil) -> Result<JSONValue, StoreError> {
+        do throws(StoreError) {
+            let source: SnapshotTape
+            if let tape {
+                source = tape
+            } else {
+                source = core.valuePointer.pointee.recorder?.scratch ?? SnapshotTape()
+                try core.valuePointer.pointee.encoder.encode(state.pointee, into: source)
+            }
+            return .success(try SnapshotDecoder.decode(JSONValue.self, from: source))
+        } catch {
+            return .failure(error)
         }
-        return try? SnapshotDecoder.decode(JSONValue.self, from: source)
     }
 }

@@ -22,54 +22,97 @@ extension Store {
     /// The dispatch path only appends the entry to a bounded queue (under the store's lock); a
     /// thread of the journal's own formats and writes the lines (no line crosses a page of the
     /// file, and Linux cuts a write short only between pages, so a crash, SIGKILL included,
-    /// never leaves half a line of at most 4 KiB), and rotates the file by size. `"time"` is
-    /// when the action was applied, to within the kernel's clock tick (a few milliseconds). A full queue blocks the dispatcher (after it released the lock)
-    /// or drops and counts the entry, per ``JournalOptions/overflow``. A file left with a torn
-    /// last line by a crash is cut back to its last whole line when a journal is started on it;
-    /// otherwise lines are appended.
+    /// never leaves half a line of at most 4 KiB), and rotates the file by size (padding
+    /// counted: a file is larger than ``JournalOptions/maximumFileSize`` only when one line is).
+    /// `"time"` is when the action was applied, to within the kernel's clock tick (a few
+    /// milliseconds). A full queue blocks the dispatcher (after it released the lock) or drops and
+    /// counts the entry, per ``JournalOptions/overflow``. A file left with a torn last line by a
+    /// crash is cut back to its last whole line when a journal is started on it; otherwise lines
+    /// are appended.
     ///
-    /// Starting a journal while one runs stops the running one first (writing what it had).
+    /// What the file holds is whole and in order:
+    /// - Only a regular file is opened, and starting never blocks (a FIFO or a device is refused).
+    /// - One journal holds a file at a time (an exclusive `flock(2)`): a path that another
+    ///   journal, of this store, another store or another process, is writing is refused with
+    ///   ``StoreError/Kind/io``. (Starting a journal on the path of the store's own running one
+    ///   first stops that one, so the new one appends after its last line.)
+    /// - A write that fails (a full disk, a file size limit) is cut back off the file, and the
+    ///   journal writes nothing more: ``flushJournal()`` throws until it is stopped, naming the
+    ///   versions not written, and ``journalError`` says it.
+    /// - A payload or patch that cannot be written (a number JSON cannot hold, a line longer than
+    ///   ``StoreLimits/maximumJSONTextSize``, which the journal's readers parse at most) is left out
+    ///   of its line, which says why (`"payloadError":"…"`, `"patchError":"…"`); the next
+    ///   ``flushJournal()`` throws once to say so.
     ///
-    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/io`` when the file cannot be opened (or
-    ///   is not a regular file), ``StoreError/Kind/invalidArgument`` for options out of range or
-    ///   a call from inside a reducer.
+    /// Starting a journal while one runs stops the running one first, after the new one took
+    /// over: every action is in one of the two.
+    ///
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/io`` when the file cannot be opened, is
+    ///   not a regular file or is in use by another journal; ``StoreError/Kind/invalidArgument``
+    ///   for options out of range, an empty path, or a call from inside a reducer. Then no journal
+    ///   runs (one that ran before is stopped).
     public func startJournal(at path: String, options: JournalOptions = .init()) throws(StoreError) {
         if isInsideReducer {
             throw StoreError(.invalidArgument, "startJournal inside a reducer: start it before or after the action")
         }
         let journal = try Journal(path: path, options: options, storeLock: core)
+        // The new journal takes the entries from now on; the running one writes what it had and
+        // lets its file go before the new one opens its own (which may be the same file).
         let previous = withCoreLocked { core, _ -> Journal? in
             let recorder = core.pointee.recorder ?? Recorder()
             let previous = recorder.journal
             recorder.journal = journal
             if options.recordPatches && recorder.lastValue == nil {
-                recorder.lastValue = stateAsJSONLocked()
+                recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
             }
             core.pointee.recorder = recorder
             return previous
         }
         previous?.stop()
+        do throws(StoreError) {
+            try journal.start()
+        } catch {
+            let stop = detachJournal { $0 === journal }
+            precondition(stop.journal == nil || stop.journal === journal)
+            throw error
+        }
     }
 
     /// Stops the journal: writes every entry recorded so far, closes the file. Idempotent;
     /// does nothing when no journal runs. The store's deinit stops its journal the same way.
     ///
+    /// Call ``flushJournal()`` first to learn whether every line is in the file: it throws when
+    /// one is not.
+    ///
     /// From inside a reducer, recording stops at once and the file is finished on another
     /// thread right after (the writer needs the lock the reducer holds).
     public func stopJournal() {
-        let (journal, insideReducer) = withCoreLocked { core, insideReducer -> (Journal?, Bool) in
-            guard let recorder = core.pointee.recorder else { return (nil, insideReducer) }
-            let journal = recorder.journal
-            recorder.journal = nil
-            if !core.pointee.observers.wantsPatches { recorder.lastValue = nil }
-            if recorder.isEmpty { core.pointee.recorder = nil }
-            return (journal, insideReducer)
-        }
-        guard let journal else { return }
+        _ = stopJournalReporting()
+    }
+
+    /// ``stopJournal()``, returning what the journal could not write (see ``flushJournal()``);
+    /// `nil` from inside a reducer, where the file is finished later.
+    package func stopJournalReporting() -> StoreError? {
+        let (journal, insideReducer) = detachJournal { _ in true }
+        guard let journal else { return nil }
         if insideReducer {
             DispatchQueue.global().async { journal.stop() }
-        } else {
-            journal.stop()
+            return nil
+        }
+        return journal.stop()
+    }
+
+    /// Takes the running journal out of the store if `which` says so; returns it (not stopped)
+    /// and whether the caller is inside a reducer.
+    private func detachJournal(_ which: (Journal) -> Bool) -> (journal: Journal?, insideReducer: Bool) {
+        withCoreLocked { core, insideReducer -> (Journal?, Bool) in
+            guard let recorder = core.pointee.recorder, let journal = recorder.journal, which(journal) else {
+                return (nil, insideReducer)
+            }
+            recorder.journal = nil
+            if !core.pointee.observers.wantsPatches { recorder.forgetState() }
+            if recorder.isEmpty { core.pointee.recorder = nil }
+            return (journal, insideReducer)
         }
     }
 
@@ -79,14 +122,21 @@ extension Store {
     ///
     /// ```swift
     /// store.dispatchAction(Checkout())
-    /// store.flushJournal()   // the checkout's line is in the file now
+    /// try store.flushJournal()   // the checkout's line is in the file now
     /// ```
-    public func flushJournal() {
+    ///
+    /// - Throws: ``StoreError`` when an entry recorded so far is not in the file as it was
+    ///   recorded: ``StoreError/Kind/io`` when a write failed (a full disk; the message names the
+    ///   versions not written and the system's reason; thrown by every call until the journal is
+    ///   stopped, as it writes nothing more), ``StoreError/Kind/encode`` or
+    ///   ``StoreError/Kind/limit`` when lines were written without their payload or patch since the
+    ///   last call (each line says why; thrown once).
+    public func flushJournal() throws(StoreError) {
         let target = withCoreLocked { core, insideReducer -> (Journal, UInt64)? in
             guard !insideReducer, let journal = core.pointee.recorder?.journal else { return nil }
             return (journal, journal.appendedLocked)
         }
-        if let (journal, version) = target { journal.flush(through: version) }
+        if let (journal, version) = target, let problem = journal.flush(through: version) { throw problem }
     }
 
     /// Entries the running journal dropped because its queue was full
@@ -95,9 +145,10 @@ extension Store {
         withCoreLocked { core, _ in core.pointee.recorder?.journal?.droppedEntriesLocked } ?? 0
     }
 
-    /// The last error the running journal's writer met (a full disk, say), if any.
+    /// The failure that stopped the running journal's writes (a full disk, say), naming the
+    /// versions not written so far, if one did; `nil` when no journal runs.
     public var journalError: StoreError? {
-        withCoreLocked { core, _ in core.pointee.recorder?.journal }?.lastError
+        withCoreLocked { core, _ in core.pointee.recorder?.journal }?.failure
     }
 
     /// Stops the journal when the store goes away (from deinit).

@@ -34,6 +34,11 @@ extension Store {
             if first == nil { first = line.version }
             if let version, line.version > version { return false }
             guard line.replayable else {
+                if let reason = line.payloadError {
+                    throw StoreError(
+                        .decode,
+                        "\(line.place): action \"\(line.identifier)\" was recorded without its payload, which could not be written: \(reason)")
+                }
                 throw StoreError(
                     .decode, "\(line.place): action \"\(line.identifier)\" was recorded without its payload (not replayable)")
             }

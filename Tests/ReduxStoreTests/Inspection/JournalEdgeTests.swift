@@ -1,0 +1,179 @@
+import Foundation
+import ReduxStore
+import ReduxStoreTestSupport
+import Testing
+
+/// A state that can hold a number JSON cannot (NaN), and text of any length.
+private struct Gauge: Codable, Equatable, Sendable {
+    var reading = 0.0
+    var notes: [String] = []
+}
+
+private let gaugeReducer: Reducer<Gauge> = { state, action in
+    guard let action = action as? JSONAction else { return }
+    switch (action.identifier, action.payload) {
+    case ("read", .double(let value)?): state.reading = value
+    case ("read", .int(let value)?): state.reading = Double(value)
+    case ("broken", _): state.reading = .nan
+    case ("note", .string(let text)?): state.notes.append(text)
+    default: break
+    }
+}
+
+/// A typed action whose payload JSON cannot hold.
+private struct Calibrate: Action, Codable {
+    var factor: Double
+    var identifier: String { "calibrate" }
+}
+
+/// The journal at its edges, from Swift: what is in the file is whole and in order, and what is
+/// not there as it was recorded is said (the C side: Tests/CTests/test_journal_edges.c).
+@Suite("Journal at its edges: nothing recorded is lost in silence")
+struct JournalEdgeTests {
+    @Test("a file is never larger than maximumFileSize, padding counted; every line is in one of the files")
+    func rotationLimitHolds() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        var options = JournalOptions()
+        options.maximumFileSize = 10_000
+        options.maximumFiles = 1_000
+        try store.startJournal(at: path, options: options)
+        var random = SystemRandomNumberGenerator()
+        for index in 0..<2_000 {
+            // Lines of up to about 1,000 bytes, so that many are padded to the next page.
+            let length = Int.random(in: 0..<900, using: &random)
+            store.dispatchAction(JSONAction(identifier: "note", payload: .string(String(repeating: "n", count: length))))
+            if index % 300 == 0 { try store.flushJournal() }  // batches of every size
+        }
+        try store.flushJournal()
+        store.stopJournal()
+        let folder = (path as NSString).deletingLastPathComponent
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder)
+        #expect(files.count > 20)
+        for file in files {
+            let size = try FileManager.default.attributesOfItem(atPath: folder + "/" + file)[.size] as? Int ?? -1
+            #expect(size <= 10_000, "\(file) is \(size) bytes")
+        }
+        let replayed = try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: ActionTypes())
+        #expect(replayed.version == 2_000)
+        #expect(replayed.currentState() == store.currentState())
+    }
+
+    @Test("a line too long for the journal's reader is written without its payload, and the reader names why")
+    func lineTooLong() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        try store.startJournal(at: path)
+        let huge = String(repeating: "h", count: StoreLimits.maximumJSONTextSize + 10)
+        store.dispatchAction(JSONAction(identifier: "note", payload: .string(huge)))
+        store.dispatchAction(JSONAction(identifier: "read", payload: 7))
+        let error = #expect(throws: StoreError.self) { try store.flushJournal() }
+        #expect(error?.kind == .limit)
+        #expect(error?.message.contains("1 entry (version 1) was written without its payload or patch") == true)
+        #expect(error?.message.contains("version 1: its line would be 67108954 bytes, more than the journal's limit of 67108864") == true, "\(error?.message ?? "")")
+        try store.flushJournal()  // said once
+        store.stopJournal()
+        let replay = #expect(throws: StoreError.self) {
+            try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: ActionTypes())
+        }
+        #expect(replay?.message.contains("journal.jsonl:1: action \"note\" was recorded without its payload, which could not be written: its line would be") == true)
+        // Up to the version before it, the journal replays.
+        let summary = try Inspector.summarize(journal: path)
+        #expect(summary.entries == 2)
+    }
+
+    @Test("a state JSON cannot hold: the line says the patch was left out and why; rebuilding from patches names it")
+    func patchOfAStateNotJSON() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        var options = JournalOptions()
+        options.recordPatches = true
+        try store.startJournal(at: path, options: options)
+        store.dispatchAction(JSONAction(identifier: "read", payload: 1))
+        store.dispatchAction(JSONAction(identifier: "broken"))
+        store.dispatchAction(JSONAction(identifier: "read", payload: 2))
+        store.dispatchAction(JSONAction(identifier: "read", payload: 3))
+        let error = #expect(throws: StoreError.self) { try store.flushJournal() }
+        #expect(error?.kind == .encode)
+        #expect(error?.message.contains("1 entry (version 2) was written without its payload or patch") == true)
+        store.stopJournal()
+        let text = try #require(readText(path))
+        let lines = text.split(separator: "\n").map(String.init)
+        try #require(lines.count == 4)
+        #expect(lines[0].contains(#""patch":[{"op":"replace","path":"/reading","value":1}]"#))
+        #expect(lines[1].hasSuffix(
+            #""patchError":"the patch holds a number JSON cannot hold (NaN or an infinity) at \"/reading\""}"#))
+        #expect(!lines[1].contains(#""patch":"#))
+        // The state before version 3 is known (NaN and all): its patch is whole.
+        #expect(lines[2].contains(#""patch":[{"op":"replace","path":"/reading","value":2}]"#))
+        #expect(lines[3].contains(#""patch":[{"op":"replace","path":"/reading","value":3}]"#))
+
+        let basePath = temporaryFolder() + "/base.json"
+        try #"{"reading":0.0,"notes":[]}"#.write(toFile: basePath, atomically: true, encoding: .utf8)
+        let base = try Inspector.readDocument(basePath)
+        #expect(try Inspector.state(at: 1, from: base, journal: path) == ["reading": 1, "notes": []])
+        let rebuild = #expect(throws: StoreError.self) { try Inspector.state(at: 4, from: base, journal: path) }
+        #expect(rebuild?.message == #"journal.jsonl:2: the patch of version 2 was not recorded: the patch holds a number JSON cannot hold (NaN or an infinity) at "/reading""#)
+    }
+
+    @Test("a payload JSON cannot hold: recorded without it, the line and the replay saying why")
+    func payloadNotJSON() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        try store.startJournal(at: path)
+        store.dispatchAction(Calibrate(factor: .infinity))
+        store.dispatchAction(JSONAction(identifier: "read", payload: ["values": [1, .double(.nan)]]))
+        let error = #expect(throws: StoreError.self) { try store.flushJournal() }
+        #expect(error?.message.contains("2 entries (versions 1–2)") == true)
+        store.stopJournal()
+        let text = try #require(readText(path))
+        #expect(text.contains(#""replayable":false,"payloadError":"its payload holds a number JSON cannot hold (NaN or an infinity) at \"/factor\"""#))
+        #expect(text.contains(#""replayable":false,"payloadError":"its payload holds a number JSON cannot hold (NaN or an infinity) at \"/values/1\"""#))
+        var actions = ActionTypes()
+        actions.register(Calibrate.self, for: "calibrate")
+        let replay = #expect(throws: StoreError.self) {
+            try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: actions)
+        }
+        #expect(replay?.message.contains("journal.jsonl:1: action \"calibrate\" was recorded without its payload, which could not be written: its payload holds a number") == true)
+    }
+
+    @Test("one journal per file: a second store is refused; the same store starting again appends")
+    func oneJournalPerFile() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let first = Store(reducers: [gaugeReducer], state: Gauge())
+        let second = Store(reducers: [gaugeReducer], state: Gauge())
+        try first.startJournal(at: path)
+        let refused = #expect(throws: StoreError.self) { try second.startJournal(at: path) }
+        #expect(refused?.kind == .io)
+        #expect(refused?.message.contains("in use by another journal") == true)
+        for value in 1...5 {
+            first.dispatchAction(JSONAction(identifier: "read", payload: .int(Int64(value))))
+            second.dispatchAction(JSONAction(identifier: "read", payload: .int(Int64(value))))
+        }
+        try first.startJournal(at: path)  // stops the running one, then appends
+        for value in 6...10 { first.dispatchAction(JSONAction(identifier: "read", payload: .int(Int64(value)))) }
+        first.stopJournal()
+        let replayed = try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: ActionTypes())
+        #expect(replayed.version == 10)
+        #expect(replayed.currentState() == first.currentState())
+        try second.startJournal(at: path)  // free again
+        second.stopJournal()
+    }
+
+    @Test("a FIFO, a device, a folder: refused at once, no journal runs")
+    func onlyRegularFiles() throws {
+        let folder = temporaryFolder()
+        let fifo = folder + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        for (path, words) in [(fifo, "not a regular file (a FIFO)"), ("/dev/null", "not a regular file (a character device)"),
+                              (folder, "not a regular file (a folder)")] {
+            let error = #expect(throws: StoreError.self) { try store.startJournal(at: path) }
+            #expect(error?.kind == .io)
+            #expect(error?.message.contains(words) == true, "\(error?.message ?? "")")
+        }
+        store.dispatchAction(JSONAction(identifier: "read", payload: 1))
+        try store.flushJournal()
+        #expect(store.journalError == nil)
+    }
+}
