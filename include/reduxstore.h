@@ -392,11 +392,29 @@ RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *point
  * ("time": when the action was applied, to within the kernel's clock tick, a few milliseconds)
  * with "batch":F on the actions of a batch (F: its first version), and, when `record_patches` is
  * true, "patch":[...], the action's RFC 6902 patch (a snapshot and a diff per action). Lines are
- * appended; a torn last line left by a crash is cut off first. The file rotates at 64 MiB
- * (path.1, path.2, ... up to path.8). A journal already running is stopped first. A full queue
- * (65,536 entries) makes the dispatching thread wait, after the store's lock is released.
- * Returns RDX_OK; RDX_EINVAL for a NULL store or path, or a call from inside a reducer; RDX_EIO
- * when the file cannot be opened or is not a regular file.
+ * appended; a torn last line left by a crash is cut off first. The file rotates before it would
+ * pass 64 MiB, padding counted (path.1, path.2, ... up to path.8): a file is larger only when one
+ * line is. A full queue (65,536 entries) makes the dispatching thread wait, after the store's
+ * lock is released.
+ *
+ * What the file holds is whole and in order:
+ *   - Only a regular file is opened, and the call never blocks: a FIFO or a device is refused.
+ *   - One journal holds a file at a time (an exclusive flock(2) on it): a path another journal is
+ *     writing, of another store or another process, is refused with RDX_EIO. A journal already
+ *     running on this store is stopped first (after the new one took over, so every action is in
+ *     one of the two); on its own path, the new one appends after its last line.
+ *   - A write that fails (a full disk, a file size limit) keeps the lines written whole and cuts
+ *     the rest off; the journal then writes nothing more, and rdx_store_flush_journal() and
+ *     rdx_store_stop_journal() return RDX_EIO naming the versions not written, until it is
+ *     stopped. Start it again once the cause is fixed (replay reports the gap).
+ *   - A payload or patch that cannot be written (a number JSON cannot hold, NaN; a line longer
+ *     than the 64 MiB the journal's reader parses) is left out of its line, which says why:
+ *     "payloadError":"..." (with "replayable":false), "patchError":"...". The next
+ *     rdx_store_flush_journal() or rdx_store_stop_journal() says so once (RDX_EDECODE for a value
+ *     JSON cannot hold, RDX_ELIMIT for a line too long).
+ * Returns RDX_OK; RDX_EINVAL for a NULL store or path, an empty path, or a call from inside a
+ * reducer; RDX_EIO when the file cannot be opened, is not a regular file, or is in use by
+ * another journal. On failure no journal runs (one that ran before is stopped).
  */
 RDX_API rdx_status rdx_store_start_journal(rdx_store *store, const char *path, bool record_patches);
 
@@ -404,14 +422,20 @@ RDX_API rdx_status rdx_store_start_journal(rdx_store *store, const char *path, b
  * Stops the journal: every entry recorded so far is written, the file closed. Does nothing when
  * no journal runs. The last rdx_store_release() stops it too. From inside a reducer, recording
  * stops at once and the file is finished on another thread right after (the writer needs the
- * lock the reducer holds). Returns RDX_OK; RDX_EINVAL for a NULL store.
+ * lock the reducer holds). Returns RDX_OK; RDX_EINVAL for a NULL store; and, the journal stopped
+ * all the same, what rdx_store_flush_journal() would report: RDX_EIO when a write failed,
+ * RDX_EDECODE or RDX_ELIMIT when lines were written without their payload or patch.
  */
 RDX_API rdx_status rdx_store_stop_journal(rdx_store *store);
 
 /*
  * Waits until every entry recorded so far is written to the journal file (handed to the system:
  * a crash of the process no longer loses it; no fsync). Returns at once when no journal runs,
- * and from inside a reducer. Returns RDX_OK; RDX_EINVAL for a NULL store.
+ * and from inside a reducer. Returns RDX_OK when every entry recorded so far is in the file as
+ * recorded; RDX_EINVAL for a NULL store; RDX_EIO when a write failed (rdx_last_error() names the
+ * system's reason and the versions not written; said by every call until the journal is
+ * stopped, as it writes nothing more); RDX_EDECODE or RDX_ELIMIT when lines were written without
+ * their payload or patch since the last call (each line says why; said once).
  */
 RDX_API rdx_status rdx_store_flush_journal(rdx_store *store);
 
