@@ -261,11 +261,10 @@ final class Journal: @unchecked Sendable {
     func takeProblem() -> StoreError? {
         state.withLock { shared in
             if let loss = shared.unwritten {
-                return StoreError(
-                    .io,
-                    "journal \(path): \(loss.reason); \(Self.describe(loss)) not written, and the journal "
-                        + "writes nothing more: stop it, and start it again once the cause is fixed "
-                        + "(the file holds every line before, whole)")
+                let lost = loss.count == 0 ? "" : "; \(Self.describe(loss)) not written, and the journal "
+                    + "writes nothing more: stop it, and start it again once the cause is fixed "
+                    + "(the file holds every line before, whole)"
+                return StoreError(.io, "journal \(path): \(loss.reason)\(lost)")
             }
             if let loss = shared.incomplete {
                 shared.incomplete = nil
@@ -284,7 +283,8 @@ final class Journal: @unchecked Sendable {
     var failure: StoreError? {
         state.withLock { shared -> StoreError? in
             guard let loss = shared.unwritten else { return nil }
-            return StoreError(.io, "journal \(path): \(loss.reason); \(Self.describe(loss)) not written")
+            let lost = loss.count == 0 ? "" : "; \(Self.describe(loss)) not written"
+            return StoreError(.io, "journal \(path): \(loss.reason)\(lost)")
         }
     }
 
@@ -464,6 +464,7 @@ final class Journal: @unchecked Sendable {
         guard let firstVersion = entries.first?.version, let lastVersion = entries.last?.version else { return }
         state.withLock { shared in
             var loss = shared.unwritten ?? Loss(reason: reason ?? "", first: firstVersion, last: lastVersion)
+            if loss.count == 0 { loss.first = firstVersion }  // after a failed sync
             loss.count += entries.count
             loss.last = lastVersion
             shared.unwritten = loss
@@ -580,12 +581,20 @@ final class Journal: @unchecked Sendable {
         return 0
     }
 
+    /// Syncs and closes the file (which releases its lock). A sync that fails (the disk could
+    /// not take lines the writes had handed to the system) is counted as a failed write.
     private func closeFile() {
-        if file >= 0 {
-            _ = fsync(file)
-            _ = close(file)  // releases the lock
-            file = -1
+        guard file >= 0 else { return }
+        if fsync(file) != 0 {
+            let reason = "fsync failed: \(String(cString: strerror(errno))): lines written since the last sync may not be on disk"
+            state.withLock { shared in
+                if shared.unwritten == nil {
+                    shared.unwritten = Loss(reason: reason, count: 0, first: shared.written, last: shared.written)
+                }
+            }
         }
+        _ = close(file)
+        file = -1
     }
 
     /// `journal` → `journal.1` → … → `journal.<maximumFiles>` (the last one deleted). The file is
@@ -594,10 +603,16 @@ final class Journal: @unchecked Sendable {
         if options.maximumFiles == 0 {
             _ = unlink(path)
         } else {
-            _ = unlink("\(path).\(options.maximumFiles)")
+            // A rename that fails for another reason than a missing file stops the rotation
+            // before `path` is renamed over a rotated file that could not move.
+            if unlink("\(path).\(options.maximumFiles)") != 0 && errno != ENOENT {
+                throw StoreError.system("journal \(path): cannot delete \(path).\(options.maximumFiles) to rotate")
+            }
             var index = options.maximumFiles - 1
             while index >= 1 {
-                _ = rename("\(path).\(index)", "\(path).\(index + 1)")
+                if rename("\(path).\(index)", "\(path).\(index + 1)") != 0 && errno != ENOENT {
+                    throw StoreError.system("journal \(path): cannot rotate \(path).\(index) to \(path).\(index + 1)")
+                }
                 index -= 1
             }
             guard rename(path, "\(path).1") == 0 else {
