@@ -574,7 +574,13 @@ final class Journal: @unchecked Sendable {
                 }
                 done += read
             }
-            if let newline = buffer[..<count].lastIndex(of: 0x0A) { return end - count + newline + 1 }
+            let newline = buffer.withUnsafeBufferPointer { bytes -> Int? in
+                var index = count - 1
+                let base = bytes.baseAddress!
+                while index >= 0 && base[index] != 0x0A { index -= 1 }
+                return index >= 0 ? index : nil
+            }
+            if let newline { return end - count + newline + 1 }
             end -= count
             chunk = min(chunk * 2, 1 << 24)
         }
