@@ -353,7 +353,11 @@ final class Journal: @unchecked Sendable {
 
     /// Writes the entries' lines so that a crash, SIGKILL included, never leaves half a line:
     /// Linux cuts a write to a file short only at a page boundary of the file (it copies page by
-    /// page and checks for a fatal signal between pages), so no line may cross one. A line that
+    /// page, or folio by folio, each aligned to its size, and checks for a fatal signal between
+    /// them: `generic_perform_write()` in the kernel's `mm/filemap.c`; this is the kernel's
+    /// behaviour, not a documented promise of `write(2)`), so no line may cross one. Nothing
+    /// depends on it for correctness: a torn last line, however it came, is cut off by the next
+    /// journal started on the file and reported by every reader. A line that
     /// would cross into the next page starts on it instead: the line before it is padded with
     /// spaces (JSON allows them) to the page's end, where its newline moves. Only a line longer
     /// than a page spans pages, and a crash may cut it (a journal started on the file cuts it
