@@ -124,6 +124,9 @@ final class Journal: @unchecked Sendable {
     private let state = Locked(Shared())
     private var file: Int32 = -1
     private var size = 0
+    /// The file's size when it was opened, and the lines written to it since (for the checks).
+    private var openedSize = 0
+    private var linesInFile = 0
     /// The writer thread's: the line formatter and the ends of the lines it formatted, kept
     /// between batches with their buffers; and the emptied queue it gives back.
     @exclusivity(unchecked) private var formatter = JournalLineFormatter()
@@ -207,6 +210,7 @@ final class Journal: @unchecked Sendable {
             JournalEntry(
                 version: version, action: action, time: time, batch: batch, patch: patch, patchError: patchError))
         queue.appended = version
+        _checkQueueInvariantsLocked()
         if count + 1 == max(options.queueCapacity / 2, 1) { wakeWriter() }
         return count + 1 > options.queueCapacity
     }
@@ -409,6 +413,7 @@ final class Journal: @unchecked Sendable {
                 var padding = length > room && length <= Self.page && room < Self.page ? room : 0
                 if position > 0 && position + padding + length > options.maximumFileSize {
                     try writeAt(start, staged.contents)
+                    linesInFile += stagedEnds.count
                     first = index
                     stagedEnds.removeAll(keepingCapacity: true)
                     do throws(StoreError) {
@@ -442,6 +447,7 @@ final class Journal: @unchecked Sendable {
                 lineStart = lineEnd
             }
             try writeAt(start, staged.contents)
+            linesInFile += stagedEnds.count
         } catch {
             // Keep the lines written whole; cut the rest off.
             let whole = stagedEnds.lastIndex { $0 <= error.written }
@@ -460,6 +466,44 @@ final class Journal: @unchecked Sendable {
             shared.written = entries.last!.version
             state.broadcast()  // for flush()
         }
+        _checkWriterInvariants()
+    }
+
+    // MARK: Invariants (REDUXSTORE_INTERNAL_CHECKS: debug builds, the tests)
+
+    /// What holds of the queue between appends; the caller holds the store's lock. The entries
+    /// wait in version order, the last one the highest version appended, and the queue exceeds
+    /// its capacity only by the entries of dispatchers that wait for room (``Overflow/block``),
+    /// at most one per thread.
+    @inline(__always)
+    private func _checkQueueInvariantsLocked() {
+        #if REDUXSTORE_INTERNAL_CHECKS
+        let pending = queue.pending
+        precondition(pending.last.map { $0.version == queue.appended } ?? true,
+                     "ReduxStore journal: the last queued entry is not the last version appended")
+        if pending.count >= 2 {
+            precondition(pending[pending.count - 2].version < pending[pending.count - 1].version,
+                         "ReduxStore journal: queued entries out of version order")
+        }
+        precondition(options.overflow == .block || pending.count <= options.queueCapacity,
+                     "ReduxStore journal: a dropping queue grew past its capacity")
+        #endif
+    }
+
+    /// What holds on the writer thread after a batch: the writer dealt with no more than it
+    /// took, and its idea of the file's size is the file's (no other writer: the file's lock),
+    /// which is within ``JournalOptions/maximumFileSize`` unless it holds one longer line.
+    private func _checkWriterInvariants() {
+        #if REDUXSTORE_INTERNAL_CHECKS
+        let (taken, written, broken) = state.withLock { ($0.taken, $0.written, $0.unwritten != nil) }
+        precondition(written <= taken, "ReduxStore journal: more written than taken from the queue")
+        guard file >= 0, !broken else { return }
+        var info = stat()
+        precondition(fstat(file, &info) == 0 && Int(info.st_size) == size,
+                     "ReduxStore journal: the file's size is not the size the writer wrote")
+        precondition(size <= max(options.maximumFileSize, openedSize) || (openedSize == 0 && linesInFile == 1),
+                     "ReduxStore journal: the file grew past maximumFileSize")
+        #endif
     }
 
     /// Counts `entries` as not written: `reason` is the failure that stopped the journal (nil:
@@ -540,6 +584,8 @@ final class Journal: @unchecked Sendable {
                 }
                 file = fd
                 size = length
+                openedSize = length
+                linesInFile = 0
                 return
             } catch {
                 _ = close(fd)
