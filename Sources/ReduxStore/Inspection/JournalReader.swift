@@ -117,9 +117,9 @@ package enum JournalReader {
             let found = json_object_object_get_ex(tree, key, &value) != 0
             return (found, value)
         }
-        let version = member("version").value
-        guard json_object_get_type(version) == json_type_int, json_object_get_int64(version) >= 0 else {
-            throw StoreError(.corrupt, "\(place): \"version\" is missing or not a whole number")
+        guard let version = versionNumber(member("version").value) else {
+            throw StoreError(
+                .corrupt, "\(place): \"version\" is missing or not a whole number from 1 to \(UInt64.max)")
         }
         let identifier = member("identifier").value
         guard json_object_get_type(identifier) == json_type_string else {
@@ -134,20 +134,17 @@ package enum JournalReader {
         let batchStart: UInt64?
         if batch.found {
             // A batch's first version: a whole number from 1 to this line's version.
-            let first = json_object_get_int64(batch.value)
-            guard json_object_get_type(batch.value) == json_type_int, first >= 1,
-                first <= json_object_get_int64(version)
-            else {
+            guard let first = versionNumber(batch.value), first <= version else {
                 throw StoreError(
                     .corrupt, "\(place): \"batch\" is not a version from 1 to this line's \"version\"")
             }
-            batchStart = UInt64(first)
+            batchStart = first
         } else {
             batchStart = nil
         }
         let patch = member("patch")
         return JournalLine(
-            version: UInt64(json_object_get_int64(version)),
+            version: version,
             identifier: String(cString: json_object_get_string(identifier)),
             payload: payload.value, hasPayload: payload.found,
             typed: json_object_get_boolean(member("typed").value) != 0,
@@ -156,5 +153,15 @@ package enum JournalReader {
             time: String(cString: json_object_get_string(time)),
             patch: patch.found ? patch.value : nil,
             place: place, root: owner)
+    }
+
+    /// A version as a line holds it: an integer from 1 to `UInt64.max`, exactly. (json-c keeps
+    /// integers above `Int64.max` as unsigned, where `json_object_get_int64` saturates; a negative
+    /// one reads as 0 through `json_object_get_uint64`. Integer text past 64 bits is a double
+    /// node, as is `1.0`.) Nil for anything else, 0 included: an entry's version is the store's
+    /// version after its action.
+    private static func versionNumber(_ node: OpaquePointer?) -> UInt64? {
+        guard json_object_get_type(node) == json_type_int, json_object_get_int64(node) > 0 else { return nil }
+        return json_object_get_uint64(node)
     }
 }
