@@ -185,6 +185,12 @@ struct InspectTests {
         let state = try inspect("state", base, journal, "--at", "9223372036854775809", "--json")
         #expect(state.status == 0, "\(state.err)")
         #expect(state.out == #"{"file":"\#(journal)","pointer":"","value":{"a":1,"b":2},"version":9223372036854775809}"# + "\n")
+        // Before the journal: the plain base is the state at the version before its first entry.
+        let before = try inspect("state", base, journal, "--at", "1")
+        #expect(before.status == 1)
+        #expect(before.err == "reduxstore-inspect: \(journal): version 1 is before the base state's version 9223372036854775807\n")
+        let after = try inspect("state", base, journal, "--at", "9223372036854775810")
+        #expect(after.err == "reduxstore-inspect: \(journal): version 9223372036854775810 is not in the journal (versions 9223372036854775808 to 9223372036854775809 after the base)\n")
         // The largest version a line holds, rebuilt.
         let last = folder + "/last.journal"
         try (#"{"version":18446744073709551615,"identifier":"a",\#(time),"patch":[]}"# + "\n")

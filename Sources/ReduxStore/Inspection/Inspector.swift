@@ -147,12 +147,14 @@ package enum Inspector {
         var document = base.value
         var current = base.version
         var first: UInt64?
+        var last: UInt64?
         var read = 0
         if let current, version == current { return document }
         try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
             read += 1
             if read % progressEvery == 0 { progress(read) }
             if first == nil { first = line.version }
+            last = line.version
             // A plain JSON base is the state before the journal's first entry (the reader
             // checked that versions start at 1).
             let at = current ?? (line.version - 1)
@@ -177,7 +179,11 @@ package enum Inspector {
             return line.version < version
         }
         guard current == version else {
-            let range = first.map { "versions \($0) to \(current ?? $0)" } ?? "no entries"
+            // The base's version: a saved state's, or the one before the journal's first entry.
+            if let start = base.version ?? first.map({ $0 - 1 }), version < start {
+                throw StoreError(.invalidArgument, "\(path): version \(version) is before the base state's version \(start)")
+            }
+            let range = first.map { "versions \($0) to \(last ?? $0)" } ?? "no entries"
             throw StoreError(.invalidArgument, "\(path): version \(version) is not in the journal (\(range) after the base)")
         }
         return document

@@ -49,7 +49,7 @@ package enum JournalReader {
     }
 
     /// Calls `body` with each line of the journal, in order, checked: each line a JSON object
-    /// with a whole-number `version`, a string `identifier` and a string `time`; versions
+    /// with a `version` from 1 to `UInt64.max`, a string `identifier` and a string `time`; versions
     /// contiguous (each one more than the last), never going back; the last line of the last
     /// file ending with a newline (else it is torn). Errors name the file and line.
     package static func read(
