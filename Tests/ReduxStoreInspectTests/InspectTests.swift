@@ -245,6 +245,11 @@ struct InspectTests {
              "nul.journal:1: JSON text does not parse at byte 64: unexpected text after the value"),
             (["journal", try file("utf8.journal", Array(#"{"version":1,"identifier":"a"#.utf8) + [0xFF] + Array(#"",\#(time)}"#.utf8) + [0x0A])],
              "utf8.journal:1: JSON text does not parse at byte 28: invalid UTF-8"),
+            // A state's bytes are read as they are: invalid UTF-8 is an error, not U+FFFD.
+            (["show", try file("utf8.json", Array(#"{"a":"x"#.utf8) + [0xFF] + Array(#"y"}"#.utf8))],
+             "\(folder)/utf8.json: JSON text does not parse at byte 7: invalid UTF-8"),
+            (["diff", base, try file("overlong.json", Array(#"{"a"#.utf8) + [0xC0, 0x80] + Array(#"":1}"#.utf8))],
+             "\(folder)/overlong.json: JSON text does not parse at byte 3: invalid UTF-8"),
             (["state", base, try file("empty.journal", ""), "--at", "1"],
              "\(folder)/empty.journal: version 1 is not in the journal (no entries after the base)"),
             (["journal", folder], "open \(folder): not a regular file (a folder)"),

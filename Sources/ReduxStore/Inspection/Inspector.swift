@@ -26,7 +26,11 @@ package enum Inspector {
         }
         let value: JSONValue
         do {
-            value = try JSONCDecoder().decode(JSONValue.self, fromJSONString: String(decoding: bytes, as: UTF8.self))
+            // The bytes as they are: through a String, invalid UTF-8 would become U+FFFD (read
+            // without a word, and every byte offset after it off by two).
+            let tree = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) in try JSONC.parse(buffer) }
+            defer { json_object_put(tree) }
+            value = try JSONCDecoder().decode(JSONValue.self, from: tree)
         } catch {
             throw StoreError(error.kind, "\(path): \(error.message)")
         }
