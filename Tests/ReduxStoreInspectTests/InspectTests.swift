@@ -253,6 +253,9 @@ struct InspectTests {
             (["state", base, try file("empty.journal", ""), "--at", "1"],
              "\(folder)/empty.journal: version 1 is not in the journal (no entries after the base)"),
             (["journal", folder], "open \(folder): not a regular file (a folder)"),
+            // At the base's own version the journal is still read: it must be there.
+            (["state", try file("v5.json", #"{"reduxstore":1,"version":5,"state":{}}"#), folder + "/none.journal", "--at", "5"],
+             "journal \(folder)/none.journal: no such file"),
             (["state", folder, base, "--at", "1"], "open \(folder): not a regular file (a folder)"),
             (["state", try file("deep.json", String(repeating: "[", count: 257) + String(repeating: "]", count: 257)), base, "--at", "1"],
              "\(folder)/deep.json: \(String(repeating: "[0]", count: 256)): nesting deeper than 256 levels"),

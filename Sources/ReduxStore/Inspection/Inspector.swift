@@ -153,7 +153,6 @@ package enum Inspector {
         var first: UInt64?
         var last: UInt64?
         var read = 0
-        if let current, version == current { return document }
         try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
             read += 1
             if read % progressEvery == 0 { progress(read) }
