@@ -265,8 +265,8 @@ struct InspectTests {
             (["show", try file("v63.json", #"{"reduxstore":1,"version":9223372036854775807,"state":{}}"#)],
              #"\#(folder)/v63.json: a saved state whose "version" is not a whole number from 0 to 2^63 - 2"#),
             // A newline and an escape sequence quoted from the input stay escaped, on one line.
-            (["state", base, try file("control.journal", #"{"version":1,"identifier":"a",\#(time),"patch":[{"op":"remove","path":"/a\nb\u001b[31m"}]}"# + "\n"), "--at", "1"],
-             #"control.journal:1: patch[0]: path "/a\nb\u001B[31m": no such member: the document has no key "a\nb\u001B[31m""#),
+            (["state", base, try file("control.journal", #"{"version":1,"identifier":"a",\#(time),"patch":[{"op":"remove","path":"/a\nb\u001b[31m\u009b"}]}"# + "\n"), "--at", "1"],
+             #"control.journal:1: patch[0]: path "/a\nb\u001B[31m\u009B": no such member: the document has no key "a\nb\u001B[31m\u009B""#),
         ]
         for (arguments, error) in cases {
             let result = try inspect(arguments)
