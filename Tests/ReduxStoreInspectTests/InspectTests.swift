@@ -278,6 +278,15 @@ struct InspectTests {
         let fifoResult = try inspect(["journal", fifo])
         #expect(fifoResult.status == 1)
         #expect(fifoResult.err == "reduxstore-inspect: open \(fifo): not a regular file (a FIFO)\n")
+        // A sparse file of 1 TiB (no newline in it): read a piece at a time and refused at the
+        // limit on one line, not read whole into memory.
+        let sparse = folder + "/sparse.journal"
+        #expect(FileManager.default.createFile(atPath: sparse, contents: nil))
+        defer { unlink(sparse) }
+        #expect(truncate(sparse, 1 << 40) == 0)
+        let sparseResult = try inspect(["journal", sparse])
+        #expect(sparseResult.status == 1)
+        #expect(sparseResult.err == "reduxstore-inspect: sparse.journal:1: a line longer than the limit of 67108864 bytes of JSON text\n")
     }
 
     @Test("state: the state at each version, rebuilt from the patches, equals the store's")

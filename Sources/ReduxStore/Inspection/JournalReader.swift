@@ -60,39 +60,67 @@ package enum JournalReader {
             throw StoreError(.io, "journal \(path): no such file")
         }
         var previous: UInt64?
+        // A file is read a piece at a time: a journal can be larger than memory. At most one
+        // line (up to the limit on JSON text) and one piece are held at once.
+        var piece = [UInt8](repeating: 0, count: 1 << 20)
         for file in files {
-            let bytes: [UInt8]
-            switch try RegularFile.read(file, maximumSize: Int.max / 2) {
-            case .bytes(let read): bytes = read
-            case .larger(let bound): throw StoreError(.io, "\(file): larger than \(bound) bytes")
-            }
+            let (fd, _) = try RegularFile.openForReading(file)
+            defer { close(fd) }
             let name = file.split(separator: "/").last.map(String.init) ?? file
             var lineNumber = 0
-            var start = 0
-            while start < bytes.count {
-                lineNumber += 1
-                let end = bytes[start...].firstIndex(of: 0x0A)
-                let place = "\(name):\(lineNumber)"
-                guard let end else {
+            // Bytes read and not yet a whole line; no newline before `scanned`.
+            var bytes: [UInt8] = []
+            var scanned = 0
+            while true {
+                let count = try piece.withUnsafeMutableBytes { buffer in
+                    Result { () throws(StoreError) in try RegularFile.readSome(fd, into: buffer, file) }
+                }.get()
+                if count == 0 { break }
+                bytes.append(contentsOf: piece[..<count])
+                var start = 0
+                while let end = newline(in: bytes, from: scanned) {
+                    lineNumber += 1
+                    let place = "\(name):\(lineNumber)"
+                    let line = try parse(bytes, start, end, place: place)
+                    if let previous {
+                        if line.version <= previous {
+                            throw StoreError(.corrupt, "\(place): version \(line.version) goes back (after \(previous))")
+                        }
+                        if line.version != previous + 1 {
+                            throw StoreError(
+                                .corrupt,
+                                "\(place): version \(line.version) follows \(previous): a gap of \(line.version - previous - 1) entries")
+                        }
+                    }
+                    previous = line.version
+                    if try !body(line) { return }
+                    start = end + 1
+                    scanned = start
+                }
+                bytes.removeSubrange(..<start)
+                scanned = bytes.count
+                if bytes.count > StoreLimits.maximumJSONTextSize {
                     throw StoreError(
-                        .corrupt,
-                        "\(place): the last line is torn (no newline at its end: the writer was stopped mid-line)")
+                        .limit,
+                        "\(name):\(lineNumber + 1): a line longer than the limit of \(StoreLimits.maximumJSONTextSize) bytes of JSON text")
                 }
-                let line = try parse(bytes, start, end, place: place)
-                if let previous {
-                    if line.version <= previous {
-                        throw StoreError(.corrupt, "\(place): version \(line.version) goes back (after \(previous))")
-                    }
-                    if line.version != previous + 1 {
-                        throw StoreError(
-                            .corrupt,
-                            "\(place): version \(line.version) follows \(previous): a gap of \(line.version - previous - 1) entries")
-                    }
-                }
-                previous = line.version
-                if try !body(line) { return }
-                start = end + 1
             }
+            if !bytes.isEmpty {
+                throw StoreError(
+                    .corrupt,
+                    "\(name):\(lineNumber + 1): the last line is torn (no newline at its end: the writer was stopped mid-line)")
+            }
+        }
+    }
+
+    /// The index of the first newline in `bytes` from `start`, if any (memchr: a line can be
+    /// megabytes long).
+    private static func newline(in bytes: [UInt8], from start: Int) -> Int? {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard start < buffer.count, let base = buffer.baseAddress,
+                  let found = memchr(base + start, 0x0A, buffer.count - start)
+            else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
         }
     }
 

@@ -242,6 +242,27 @@ struct JournalTests {
         }
     }
 
+    @Test("lines longer than the reader's piece of a file, across its edges, read whole")
+    func longLines() throws {
+        let folder = temporaryFolder()
+        let path = folder + "/long.jsonl"
+        // Given 10 lines of about 300 KB: 3 MB, read a megabyte at a time.
+        var text = ""
+        for version in 1...10 {
+            let payload = String(repeating: Character(UnicodeScalar(UInt8(0x60 + version))), count: 300_000 + version)
+            text += #"{"version":\#(version),"identifier":"push","payload":"\#(payload)","time":"2026-11-22T10:00:00.000Z"}"# + "\n"
+        }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
+        // When summarised and replayed, then every line is read, whole and in order.
+        let summary = try Inspector.summarize(journal: path)
+        #expect(summary.entries == 10)
+        #expect(summary.lastVersion == 10)
+        let replayed = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+        #expect(replayed.version == 10)
+        #expect(replayed.currentState().items.map(\.count) == Array(300_001...300_010))
+        #expect(replayed.currentState().items.map { $0.first } == Array("abcdefghij"))
+    }
+
     @Test("files rotate by size; replay reads the rotated files in order")
     func rotation() throws {
         let path = temporaryFolder() + "/journal.jsonl"
