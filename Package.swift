@@ -113,6 +113,12 @@ let package = Package(
             dependencies: ["FuzzSupport", "ReduxStore", "CJSONC"],
             path: "Tests/Fuzz/JSONCDecoder"
         ),
+        // The Inspector functions reduxstore-inspect calls, on arbitrary journals and states.
+        .executableTarget(
+            name: "fuzz-inspector",
+            dependencies: ["FuzzSupport", "ReduxStore"],
+            path: "Tests/Fuzz/Inspector"
+        ),
         // Fakes and fixtures shared by the test suites.
         .target(
             name: "ReduxStoreTestSupport",

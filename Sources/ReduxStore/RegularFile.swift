@@ -24,17 +24,11 @@ enum RegularFile {
     ///
     /// - Throws: ``StoreError`` of kind ``StoreError/Kind/io``: `open PATH: REASON`.
     static func read(_ path: String, maximumSize: Int) throws(StoreError) -> Contents {
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw StoreError.system("open \(path)") }
-        try requireRegular(info, path)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else { throw StoreError.system("open \(path)") }
+        let (fd, size) = try openForReading(path)
         defer { close(fd) }
-        guard fstat(fd, &info) == 0 else { throw StoreError.system("open \(path)") }
-        try requireRegular(info, path)
-        if Int(info.st_size) > maximumSize { return .larger(than: maximumSize) }
+        if size > maximumSize { return .larger(than: maximumSize) }
 
-        let capacity = min(Int(info.st_size), maximumSize) + 1
+        let capacity = min(size, maximumSize) + 1
         var bytes = [UInt8](repeating: 0, count: capacity)
         var used = 0
         while true {
@@ -43,19 +37,55 @@ enum RegularFile {
                 if used > maximumSize { return .larger(than: maximumSize) }
                 bytes.append(contentsOf: repeatElement(0, count: min(used, maximumSize + 1 - used)))
             }
-            let count = bytes.withUnsafeMutableBytes {
-                systemRead(fd, $0.baseAddress! + used, $0.count - used)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw StoreError.system("read \(path)")
-            }
+            let count = try bytes.withUnsafeMutableBytes { buffer in
+                Result { () throws(StoreError) in
+                    try readSome(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[used...]), path)
+                }
+            }.get()
             if count == 0 { break }
             used += count
         }
         if used > maximumSize { return .larger(than: maximumSize) }
         bytes.removeSubrange(used...)
         return .bytes(bytes)
+    }
+
+    /// Opens the regular file at `path` to be read in pieces (a journal, which can be larger
+    /// than memory), refusing what ``read(_:maximumSize:)`` refuses, the same way: its
+    /// descriptor, which the caller closes, and its size when opened.
+    ///
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/io``: `open PATH: REASON`.
+    static func openForReading(_ path: String) throws(StoreError) -> (fd: Int32, size: Int) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw StoreError.system("open \(path)") }
+        try requireRegular(info, path)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { throw StoreError.system("open \(path)") }
+        guard fstat(fd, &info) == 0 else {
+            let error = StoreError.system("open \(path)")
+            close(fd)
+            throw error
+        }
+        do {
+            try requireRegular(info, path)
+        } catch {
+            close(fd)
+            throw error
+        }
+        return (fd, Int(info.st_size))
+    }
+
+    /// Reads up to `buffer.count` bytes of `fd` (opened from `path`) into `buffer`, again after
+    /// an interruption: how many, 0 at the end of the file.
+    ///
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/io``: `read PATH: REASON`.
+    static func readSome(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, _ path: String) throws(StoreError) -> Int {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+        while true {
+            let count = systemRead(fd, base, buffer.count)
+            if count >= 0 { return count }
+            if errno != EINTR { throw StoreError.system("read \(path)") }
+        }
     }
 
     private static func requireRegular(_ info: stat, _ path: String) throws(StoreError) {

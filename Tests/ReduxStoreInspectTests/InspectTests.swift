@@ -31,6 +31,10 @@ private let reducer: Reducer<AppState> = { state, action in
 
 /// Runs reduxstore-inspect with `arguments`: its exit status, standard output and error.
 private func inspect(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {
+    try inspect(arguments)
+}
+
+private func inspect(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: siblingExecutable("reduxstore-inspect"))
     process.arguments = arguments
@@ -158,6 +162,131 @@ struct InspectTests {
         let notJSON = folder + "/not.journal"
         try "hello\n".write(toFile: notJSON, atomically: true, encoding: .utf8)
         #expect(try inspect("journal", notJSON).err.hasPrefix("reduxstore-inspect: not.journal:1: "))
+    }
+
+    @Test("journal, state: versions past Int64.max are read and printed exactly")
+    func wideVersions() throws {
+        let folder = temporaryFolder()
+        let time = #""time":"2026-11-23T10:00:00.000Z""#
+        let journal = folder + "/wide.journal"
+        try ([
+            #"{"version":9223372036854775808,"identifier":"a","batch":9223372036854775808,\#(time),"patch":[{"op":"add","path":"/a","value":1}]}"#,
+            #"{"version":9223372036854775809,"identifier":"a","batch":9223372036854775808,\#(time),"patch":[{"op":"add","path":"/b","value":2}]}"#,
+        ].joined(separator: "\n") + "\n").write(toFile: journal, atomically: true, encoding: .utf8)
+        let text = try inspect("journal", journal)
+        #expect(text.status == 0, "\(text.err)")
+        #expect(text.out.contains("versions         9,223,372,036,854,775,808 to 9,223,372,036,854,775,809\n"))
+        #expect(text.out.contains("batches          1 (2 entries)\n"))
+        let json = try inspect("journal", journal, "--json")
+        #expect(json.out.contains(#""firstVersion":9223372036854775808,"#))
+        #expect(json.out.contains(#""lastVersion":9223372036854775809,"#))
+        let base = folder + "/base.json"
+        try "{}".write(toFile: base, atomically: true, encoding: .utf8)
+        let state = try inspect("state", base, journal, "--at", "9223372036854775809", "--json")
+        #expect(state.status == 0, "\(state.err)")
+        #expect(state.out == #"{"file":"\#(journal)","pointer":"","value":{"a":1,"b":2},"version":9223372036854775809}"# + "\n")
+        // Before the journal: the plain base is the state at the version before its first entry.
+        let before = try inspect("state", base, journal, "--at", "1")
+        #expect(before.status == 1)
+        #expect(before.err == "reduxstore-inspect: \(journal): version 1 is before the base state's version 9223372036854775807\n")
+        let after = try inspect("state", base, journal, "--at", "9223372036854775810")
+        #expect(after.err == "reduxstore-inspect: \(journal): version 9223372036854775810 is not in the journal (versions 9223372036854775808 to 9223372036854775809 after the base)\n")
+        // The largest version a line holds, rebuilt.
+        let last = folder + "/last.journal"
+        try (#"{"version":18446744073709551615,"identifier":"a",\#(time),"patch":[]}"# + "\n")
+            .write(toFile: last, atomically: true, encoding: .utf8)
+        let top = try inspect("state", base, last, "--at", "18446744073709551615", "--json")
+        #expect(top.status == 0, "\(top.err)")
+        #expect(top.out.hasSuffix(#""version":18446744073709551615}"# + "\n"))
+    }
+
+    @Test("hostile journals and states: exit status 1 and one line naming the file, never a signal")
+    func hostileInput() throws {
+        let folder = temporaryFolder()
+        let time = #""time":"2026-11-23T10:00:00.000Z""#
+        func file(_ name: String, _ bytes: [UInt8]) throws -> String {
+            let path = folder + "/" + name
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            return path
+        }
+        func file(_ name: String, _ text: String) throws -> String { try file(name, Array(text.utf8)) }
+        let base = try file("base.json", "{}")
+        let versionRange = #""version" is missing or not a whole number from 1 to 18446744073709551615"#
+        // A nest of 250 arrays, added line after line one level below the last: 10,000 deep
+        // after 40 lines, which no file could hold and whose walks overflowed the stack.
+        let nest = String(repeating: "[", count: 250) + String(repeating: "]", count: 250)
+        var deep = ""
+        for line in 0..<40 {
+            let path = String(repeating: "/0", count: 250 * line)
+            deep += #"{"version":\#(line + 1),"identifier":"a",\#(time),"patch":[{"op":"add","path":"\#(path)","value":\#(nest)}]}"# + "\n"
+        }
+        let deepPath = String(repeating: "/0", count: 250)
+        let cases: [(arguments: [String], error: String)] = [
+            // Version 0 as the first line (the state before it would be version -1).
+            (["state", base, try file("zero.journal", #"{"version":0,"identifier":"a",\#(time),"patch":[]}"# + "\n"), "--at", "1"],
+             "zero.journal:1: \(versionRange)"),
+            (["journal", try file("zero2.journal", #"{"version":0,"identifier":"a",\#(time)}"# + "\n")],
+             "zero2.journal:1: \(versionRange)"),
+            (["journal", try file("over.journal", #"{"version":18446744073709551616,"identifier":"a",\#(time)}"# + "\n")],
+             "over.journal:1: \(versionRange)"),
+            (["journal", try file("negative.journal", #"{"version":-9223372036854775808,"identifier":"a",\#(time)}"# + "\n")],
+             "negative.journal:1: \(versionRange)"),
+            (["journal", try file("float.journal", #"{"version":1e3,"identifier":"a",\#(time)}"# + "\n")],
+             "float.journal:1: \(versionRange)"),
+            // After UInt64.max nothing follows.
+            (["journal", try file("past-max.journal",
+                #"{"version":18446744073709551615,"identifier":"a",\#(time)}"# + "\n" + #"{"version":1,"identifier":"a",\#(time)}"# + "\n")],
+             "past-max.journal:2: version 1 goes back (after 18446744073709551615)"),
+            (["journal", try file("batch.journal", #"{"version":9223372036854775808,"identifier":"a","batch":9223372036854775809,\#(time)}"# + "\n")],
+             #"batch.journal:1: "batch" is not a version from 1 to this line's "version""#),
+            (["journal", try file("newlines.journal", "\n\n\n")],
+             "newlines.journal:1: JSON text does not parse at byte 0: unexpected end of data"),
+            (["journal", try file("nul.journal", Array(#"{"version":1,"identifier":"a",\#(time)}"#.utf8) + [0, 0x0A])],
+             "nul.journal:1: JSON text does not parse at byte 64: unexpected text after the value"),
+            (["journal", try file("utf8.journal", Array(#"{"version":1,"identifier":"a"#.utf8) + [0xFF] + Array(#"",\#(time)}"#.utf8) + [0x0A])],
+             "utf8.journal:1: JSON text does not parse at byte 28: invalid UTF-8"),
+            // A state's bytes are read as they are: invalid UTF-8 is an error, not U+FFFD.
+            (["show", try file("utf8.json", Array(#"{"a":"x"#.utf8) + [0xFF] + Array(#"y"}"#.utf8))],
+             "\(folder)/utf8.json: JSON text does not parse at byte 7: invalid UTF-8"),
+            (["diff", base, try file("overlong.json", Array(#"{"a"#.utf8) + [0xC0, 0x80] + Array(#"":1}"#.utf8))],
+             "\(folder)/overlong.json: JSON text does not parse at byte 3: invalid UTF-8"),
+            (["state", base, try file("empty.journal", ""), "--at", "1"],
+             "\(folder)/empty.journal: version 1 is not in the journal (no entries after the base)"),
+            (["journal", folder], "open \(folder): not a regular file (a folder)"),
+            // At the base's own version the journal is still read: it must be there.
+            (["state", try file("v5.json", #"{"reduxstore":1,"version":5,"state":{}}"#), folder + "/none.journal", "--at", "5"],
+             "journal \(folder)/none.journal: no such file"),
+            (["state", folder, base, "--at", "1"], "open \(folder): not a regular file (a folder)"),
+            (["state", try file("deep.json", String(repeating: "[", count: 257) + String(repeating: "]", count: 257)), base, "--at", "1"],
+             "\(folder)/deep.json: \(String(repeating: "[0]", count: 256)): nesting deeper than 256 levels"),
+            (["state", base, try file("deep.journal", deep), "--at", "40"],
+             #"deep.journal:2: patch[0]: path "\#(deepPath)": the state would nest 500 containers deep, more than the limit of 256"#),
+            // A saved state's version: at most 2^63 - 2, as the store reads it.
+            (["show", try file("v63.json", #"{"reduxstore":1,"version":9223372036854775807,"state":{}}"#)],
+             #"\#(folder)/v63.json: a saved state whose "version" is not a whole number from 0 to 2^63 - 2"#),
+            // A newline and an escape sequence quoted from the input stay escaped, on one line.
+            (["state", base, try file("control.journal", #"{"version":1,"identifier":"a",\#(time),"patch":[{"op":"remove","path":"/a\nb\u001b[31m\u009b"}]}"# + "\n"), "--at", "1"],
+             #"control.journal:1: patch[0]: path "/a\nb\u001B[31m\u009B": no such member: the document has no key "a\nb\u001B[31m\u009B""#),
+        ]
+        for (arguments, error) in cases {
+            let result = try inspect(arguments)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.err == "reduxstore-inspect: \(error)\n", "\(arguments)")
+        }
+        let fifo = folder + "/fifo.journal"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let fifoResult = try inspect(["journal", fifo])
+        #expect(fifoResult.status == 1)
+        #expect(fifoResult.err == "reduxstore-inspect: open \(fifo): not a regular file (a FIFO)\n")
+        // A sparse file of 1 TiB (no newline in it): read a piece at a time and refused at the
+        // limit on one line, not read whole into memory.
+        let sparse = folder + "/sparse.journal"
+        #expect(FileManager.default.createFile(atPath: sparse, contents: nil))
+        defer { unlink(sparse) }
+        #expect(truncate(sparse, 1 << 40) == 0)
+        let sparseResult = try inspect(["journal", sparse])
+        #expect(sparseResult.status == 1)
+        #expect(sparseResult.err == "reduxstore-inspect: sparse.journal:1: a line longer than the limit of 67108864 bytes of JSON text\n")
     }
 
     @Test("state: the state at each version, rebuilt from the patches, equals the store's")

@@ -26,14 +26,20 @@ package enum Inspector {
         }
         let value: JSONValue
         do {
-            value = try JSONCDecoder().decode(JSONValue.self, fromJSONString: String(decoding: bytes, as: UTF8.self))
+            // The bytes as they are: through a String, invalid UTF-8 would become U+FFFD (read
+            // without a word, and every byte offset after it off by two).
+            let tree = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) in try JSONC.parse(buffer) }
+            defer { json_object_put(tree) }
+            value = try JSONCDecoder().decode(JSONValue.self, from: tree)
         } catch {
             throw StoreError(error.kind, "\(path): \(error.message)")
         }
         if case .object(let members) = value, members.count == 3, members[SavedStateFormat.formatKey] == .int(SavedStateFormat.formatVersion),
            let state = members["state"]
         {
-            guard case .int(let version)? = members["version"], version >= 0 else {
+            guard case .int(let version)? = members["version"], version >= 0,
+                  SavedStateFormat.versions.contains(UInt64(version))
+            else {
                 throw StoreError(.corrupt, "\(path): a saved state whose \"version\" is not \(SavedStateFormat.versionsInWords)")
             }
             return Document(value: state, version: UInt64(version))
@@ -145,13 +151,15 @@ package enum Inspector {
         var document = base.value
         var current = base.version
         var first: UInt64?
+        var last: UInt64?
         var read = 0
-        if let current, version == current { return document }
         try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
             read += 1
             if read % progressEvery == 0 { progress(read) }
             if first == nil { first = line.version }
-            // A plain JSON base is the state before the journal's first entry.
+            last = line.version
+            // A plain JSON base is the state before the journal's first entry (the reader
+            // checked that versions start at 1).
             let at = current ?? (line.version - 1)
             current = at
             if at >= version { return false }
@@ -168,6 +176,7 @@ package enum Inspector {
             }
             do throws(StoreError) {
                 let operations = try JSONCDecoder().decode([JSONPatch.Operation].self, from: patch)
+                try checkNesting(operations)
                 document = try JSONPatch.apply(operations, to: document)
             } catch {
                 throw StoreError(error.kind, "\(line.place): \(error.message)")
@@ -176,10 +185,43 @@ package enum Inspector {
             return line.version < version
         }
         guard current == version else {
-            let range = first.map { "versions \($0) to \(current ?? $0)" } ?? "no entries"
+            // The base's version: a saved state's, or the one before the journal's first entry.
+            if let start = base.version ?? first.map({ $0 - 1 }), version < start {
+                throw StoreError(.invalidArgument, "\(path): version \(version) is before the base state's version \(start)")
+            }
+            let range = first.map { "versions \($0) to \(last ?? $0)" } ?? "no entries"
             throw StoreError(.invalidArgument, "\(path): version \(version) is not in the journal (\(range) after the base)")
         }
         return document
+    }
+
+    /// Refuses a patch that would make the state nest deeper than
+    /// ``StoreLimits/maximumNestingDepth`` containers, the limit a state is read with: an
+    /// operation's value sits inside as many containers as its path has tokens (each line is
+    /// read within the limit, but patches can build a state deeper, line after line, than any
+    /// file holds and than the walks over it have stack for).
+    private static func checkNesting(_ operations: [JSONPatch.Operation]) throws(StoreError) {
+        for (index, operation) in operations.enumerated() {
+            guard let value = operation.value else { continue }
+            // An unescaped "/" starts each token ("~1" stands for one inside a key).
+            let depth = operation.path.utf8.reduce(0) { $1 == 0x2F ? $0 + 1 : $0 } + nesting(of: value)
+            if depth > StoreLimits.maximumNestingDepth {
+                throw StoreError(
+                    .limit, codingPath: "patch[\(index)]",
+                    detail: "path \"\(operation.path)\": the state would nest \(depth) containers deep, "
+                        + "more than the limit of \(StoreLimits.maximumNestingDepth)")
+            }
+        }
+    }
+
+    /// The containers nested in `value`: 0 for a scalar, 1 for `[1]`, 2 for `[[]]`. (A decoded
+    /// value nests within the limit, so the recursion is shallow.)
+    private static func nesting(of value: JSONValue) -> Int {
+        switch value {
+        case .array(let elements): 1 + (elements.lazy.map(nesting(of:)).max() ?? 0)
+        case .object(let members): 1 + (members.values.lazy.map(nesting(of:)).max() ?? 0)
+        default: 0
+        }
     }
 
     /// Seconds since 1970 of a journal time, `2026-11-22T10:00:00.000Z`; nil for other text.

@@ -54,7 +54,7 @@ package enum JournalReader {
     }
 
     /// Calls `body` with each line of the journal, in order, checked: each line a JSON object
-    /// with a whole-number `version`, a string `identifier` and a string `time`; versions
+    /// with a `version` from 1 to `UInt64.max`, a string `identifier` and a string `time`; versions
     /// contiguous (each one more than the last), never going back; the last line of the last
     /// file ending with a newline (else it is torn). Errors name the file and line.
     package static func read(
@@ -65,39 +65,67 @@ package enum JournalReader {
             throw StoreError(.io, "journal \(path): no such file")
         }
         var previous: UInt64?
+        // A file is read a piece at a time: a journal can be larger than memory. At most one
+        // line (up to the limit on JSON text) and one piece are held at once.
+        var piece = [UInt8](repeating: 0, count: 1 << 20)
         for file in files {
-            let bytes: [UInt8]
-            switch try RegularFile.read(file, maximumSize: Int.max / 2) {
-            case .bytes(let read): bytes = read
-            case .larger(let bound): throw StoreError(.io, "\(file): larger than \(bound) bytes")
-            }
+            let (fd, _) = try RegularFile.openForReading(file)
+            defer { close(fd) }
             let name = file.split(separator: "/").last.map(String.init) ?? file
             var lineNumber = 0
-            var start = 0
-            while start < bytes.count {
-                lineNumber += 1
-                let end = bytes[start...].firstIndex(of: 0x0A)
-                let place = "\(name):\(lineNumber)"
-                guard let end else {
+            // Bytes read and not yet a whole line; no newline before `scanned`.
+            var bytes: [UInt8] = []
+            var scanned = 0
+            while true {
+                let count = try piece.withUnsafeMutableBytes { buffer in
+                    Result { () throws(StoreError) in try RegularFile.readSome(fd, into: buffer, file) }
+                }.get()
+                if count == 0 { break }
+                bytes.append(contentsOf: piece[..<count])
+                var start = 0
+                while let end = newline(in: bytes, from: scanned) {
+                    lineNumber += 1
+                    let place = "\(name):\(lineNumber)"
+                    let line = try parse(bytes, start, end, place: place)
+                    if let previous {
+                        if line.version <= previous {
+                            throw StoreError(.corrupt, "\(place): version \(line.version) goes back (after \(previous))")
+                        }
+                        if line.version != previous + 1 {
+                            throw StoreError(
+                                .corrupt,
+                                "\(place): version \(line.version) follows \(previous): a gap of \(line.version - previous - 1) entries")
+                        }
+                    }
+                    previous = line.version
+                    if try !body(line) { return }
+                    start = end + 1
+                    scanned = start
+                }
+                bytes.removeSubrange(..<start)
+                scanned = bytes.count
+                if bytes.count > StoreLimits.maximumJSONTextSize {
                     throw StoreError(
-                        .corrupt,
-                        "\(place): the last line is torn (no newline at its end: the writer was stopped mid-line)")
+                        .limit,
+                        "\(name):\(lineNumber + 1): a line longer than the limit of \(StoreLimits.maximumJSONTextSize) bytes of JSON text")
                 }
-                let line = try parse(bytes, start, end, place: place)
-                if let previous {
-                    if line.version <= previous {
-                        throw StoreError(.corrupt, "\(place): version \(line.version) goes back (after \(previous))")
-                    }
-                    if line.version != previous + 1 {
-                        throw StoreError(
-                            .corrupt,
-                            "\(place): version \(line.version) follows \(previous): a gap of \(line.version - previous - 1) entries")
-                    }
-                }
-                previous = line.version
-                if try !body(line) { return }
-                start = end + 1
             }
+            if !bytes.isEmpty {
+                throw StoreError(
+                    .corrupt,
+                    "\(name):\(lineNumber + 1): the last line is torn (no newline at its end: the writer was stopped mid-line)")
+            }
+        }
+    }
+
+    /// The index of the first newline in `bytes` from `start`, if any (memchr: a line can be
+    /// megabytes long).
+    private static func newline(in bytes: [UInt8], from start: Int) -> Int? {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard start < buffer.count, let base = buffer.baseAddress,
+                  let found = memchr(base + start, 0x0A, buffer.count - start)
+            else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
         }
     }
 
@@ -122,9 +150,9 @@ package enum JournalReader {
             let found = json_object_object_get_ex(tree, key, &value) != 0
             return (found, value)
         }
-        let version = member("version").value
-        guard json_object_get_type(version) == json_type_int, json_object_get_int64(version) >= 0 else {
-            throw StoreError(.corrupt, "\(place): \"version\" is missing or not a whole number")
+        guard let version = versionNumber(member("version").value) else {
+            throw StoreError(
+                .corrupt, "\(place): \"version\" is missing or not a whole number from 1 to \(UInt64.max)")
         }
         let identifier = member("identifier").value
         guard json_object_get_type(identifier) == json_type_string else {
@@ -139,14 +167,11 @@ package enum JournalReader {
         let batchStart: UInt64?
         if batch.found {
             // A batch's first version: a whole number from 1 to this line's version.
-            let first = json_object_get_int64(batch.value)
-            guard json_object_get_type(batch.value) == json_type_int, first >= 1,
-                first <= json_object_get_int64(version)
-            else {
+            guard let first = versionNumber(batch.value), first <= version else {
                 throw StoreError(
                     .corrupt, "\(place): \"batch\" is not a version from 1 to this line's \"version\"")
             }
-            batchStart = UInt64(first)
+            batchStart = first
         } else {
             batchStart = nil
         }
@@ -162,7 +187,7 @@ package enum JournalReader {
         let payloadError = try reason("payloadError")
         let patchError = try reason("patchError")
         return JournalLine(
-            version: UInt64(json_object_get_int64(version)),
+            version: version,
             identifier: String(cString: json_object_get_string(identifier)),
             payload: payload.value, hasPayload: payload.found,
             typed: json_object_get_boolean(member("typed").value) != 0,
@@ -172,5 +197,15 @@ package enum JournalReader {
             patch: patch.found ? patch.value : nil,
             payloadError: payloadError, patchError: patchError,
             place: place, root: owner)
+    }
+
+    /// A version as a line holds it: an integer from 1 to `UInt64.max`, exactly. (json-c keeps
+    /// integers above `Int64.max` as unsigned, where `json_object_get_int64` saturates; a negative
+    /// one reads as 0 through `json_object_get_uint64`. Integer text past 64 bits is a double
+    /// node, as is `1.0`.) Nil for anything else, 0 included: an entry's version is the store's
+    /// version after its action.
+    private static func versionNumber(_ node: OpaquePointer?) -> UInt64? {
+        guard json_object_get_type(node) == json_type_int, json_object_get_int64(node) > 0 else { return nil }
+        return json_object_get_uint64(node)
     }
 }

@@ -192,6 +192,77 @@ struct JournalTests {
         #expect(replay(negativeVersion)?.message.contains(#":1: "version" is missing"#) == true)
     }
 
+    @Test("versions and batches past Int64.max read exactly; version 0 and past UInt64.max are refused")
+    func versionsReadExactly() throws {
+        let folder = temporaryFolder()
+        let time = #""time":"2026-11-22T10:00:00.000Z""#
+        func write(_ lines: [String]) -> String {
+            let path = folder + "/journal-\(UUID().uuidString).jsonl"
+            _ = FileManager.default.createFile(atPath: path, contents: Data(lines.map { $0 + "\n" }.joined().utf8))
+            return path
+        }
+        // Given lines at versions 2^63 and 2^63 + 1, one batch from 2^63.
+        let wide = write([
+            #"{"version":9223372036854775808,"identifier":"pop","batch":9223372036854775808,\#(time)}"#,
+            #"{"version":9223372036854775809,"identifier":"pop","batch":9223372036854775808,\#(time)}"#,
+        ])
+        // When replayed, then the store stands at the last version, read exactly.
+        let replayed = try Store(replaying: wide, from: Model(), reducers: [modelReducer], actions: typedActions)
+        #expect(replayed.version == 9_223_372_036_854_775_809)
+        let summary = try Inspector.summarize(journal: wide)
+        #expect(summary.firstVersion == 9_223_372_036_854_775_808)
+        #expect(summary.lastVersion == 9_223_372_036_854_775_809)
+        #expect(summary.batches == 1 && summary.entriesInBatches == 2)
+        // The largest version a line holds.
+        let last = write([#"{"version":18446744073709551615,"identifier":"pop",\#(time)}"#])
+        #expect(try Inspector.summarize(journal: last).lastVersion == 18_446_744_073_709_551_615)
+        #expect(try Store(replaying: last, from: Model(), reducers: [modelReducer], actions: typedActions).version
+            == 18_446_744_073_709_551_615)
+        // A batch past its line's version, read exactly (2^63 + 1 after 2^63).
+        let batchAfter = write([#"{"version":9223372036854775808,"identifier":"pop","batch":9223372036854775809,\#(time)}"#])
+        #expect(throws: StoreError.self) { try Inspector.summarize(journal: batchAfter) }
+        // Version 0 (no entry has it: an entry's version is the store's after its action), one
+        // past UInt64.max, and a float: refused with the line, not a trap.
+        let base = write(["{}"])
+        for version in ["0", "18446744073709551616", "1.0", "1e3", "-0"] {
+            let path = write([#"{"version":\#(version),"identifier":"pop",\#(time)}"#])
+            let expected = #":1: "version" is missing or not a whole number from 1 to 18446744073709551615"#
+            do {
+                _ = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+                Issue.record("version \(version) replayed")
+            } catch {
+                #expect(error.message.hasSuffix(expected), "\(version): \(error.message)")
+            }
+            do {
+                _ = try Inspector.state(at: 1, from: Inspector.readDocument(base), journal: path)
+                Issue.record("version \(version) rebuilt")
+            } catch {
+                #expect(error.message.hasSuffix(expected), "\(version): \(error.message)")
+            }
+        }
+    }
+
+    @Test("lines longer than the reader's piece of a file, across its edges, read whole")
+    func longLines() throws {
+        let folder = temporaryFolder()
+        let path = folder + "/long.jsonl"
+        // Given 10 lines of about 300 KB: 3 MB, read a megabyte at a time.
+        var text = ""
+        for version in 1...10 {
+            let payload = String(repeating: Character(UnicodeScalar(UInt8(0x60 + version))), count: 300_000 + version)
+            text += #"{"version":\#(version),"identifier":"push","payload":"\#(payload)","time":"2026-11-22T10:00:00.000Z"}"# + "\n"
+        }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
+        // When summarised and replayed, then every line is read, whole and in order.
+        let summary = try Inspector.summarize(journal: path)
+        #expect(summary.entries == 10)
+        #expect(summary.lastVersion == 10)
+        let replayed = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+        #expect(replayed.version == 10)
+        #expect(replayed.currentState().items.map(\.count) == Array(300_001...300_010))
+        #expect(replayed.currentState().items.map { $0.first } == Array("abcdefghij"))
+    }
+
     @Test("files rotate by size; replay reads the rotated files in order")
     func rotation() throws {
         let path = temporaryFolder() + "/journal.jsonl"
