@@ -13,8 +13,8 @@ extension Store {
     /// The value is read under the store's lock after each notifying action (no snapshot is
     /// taken) and compared with the value read before. For a struct state and a path of stored
     /// properties (`\.settings.limit`) the read is a load at a fixed offset; a path through a
-    /// class or a computed property is applied as a key path, which costs more (see the README's
-    /// Performance section). The first comparison is with the value
+    /// class or a computed property is applied as a key path, which costs more (see
+    /// `Benchmarks/README.md`, "What composition costs"). The first comparison is with the value
     /// when the observer was added. It follows the rules of
     /// ``addObserver(forName:queue:using:)``: with no `queue` the block runs on the dispatching
     /// thread before `dispatchAction` returns; with a `queue` calls are coalesced. Each call
