@@ -82,7 +82,8 @@ extern "C" {
 /*
  * A store. Opaque and reference-counted: rdx_store_create() and rdx_store_open() return it with
  * one reference; rdx_store_retain() adds one, rdx_store_release() drops one and frees the store
- * with the last. A Swift program can hand C a store of its own (see the README).
+ * with the last. A Swift program can hand C a store of its own (Store.makeCStore(actions:), in the
+ * DocC article "Using the store from C").
  */
 typedef struct rdx_store rdx_store;
 

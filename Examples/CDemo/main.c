@@ -3,7 +3,7 @@
  * json-c tree, changed by C reducers in place, observed, and inspected through deep copies.
  *
  * Build it inside the package:   swift run reduxstore-c-demo
- * or with a plain cc line:       see "Using ReduxStore from C" in the README.
+ * or with a plain cc line:       see "From C" in the README.
  */
 #include <stdio.h>
 #include <string.h>

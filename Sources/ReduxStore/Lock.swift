@@ -14,8 +14,8 @@ import Musl
 /// a real one). Every pthread call's result is checked; debug builds use an error-checking mutex,
 /// so locking twice on one thread traps at once instead of hanging; release builds glibc's
 /// adaptive mutex, which spins a little before it sleeps (with 4 threads dispatching on 2 cores:
-/// 122–127 ns an action against 170–194 ns with the default mutex, one thread unchanged;
-/// README, Performance).
+/// 122–127 ns an action against 170–194 ns with the default mutex, one thread unchanged, by the
+/// `contention.*` benchmarks on swift-packages-b, a 2-core x86_64 VM; Benchmarks/README.md).
 package struct Locked<Value>: @unchecked Sendable {
     // @unchecked: the value is reached only while holding the mutex (as `Synchronization.Mutex`,
     // the lock is what makes sharing it sound).

@@ -13,8 +13,8 @@ extension Store {
     /// The value is read under the store's lock after each notifying action (no snapshot is
     /// taken) and compared with the value read before. For a struct state and a path of stored
     /// properties (`\.settings.limit`) the read is a load at a fixed offset; a path through a
-    /// class or a computed property is applied as a key path, which costs more (see the README's
-    /// Performance section). The first comparison is with the value
+    /// class or a computed property is applied as a key path, which costs more (see
+    /// `Benchmarks/README.md`, "What composition costs"). The first comparison is with the value
     /// when the observer was added. It follows the rules of
     /// ``addObserver(forName:queue:using:)``: with no `queue` the block runs on the dispatching
     /// thread before `dispatchAction` returns; with a `queue` calls are coalesced. Each call
@@ -43,7 +43,7 @@ extension Store {
         // Inlinable, so the reading and comparing below is specialized in the caller's module.
         // A path of stored properties of a struct is an offset into the state: read there, it
         // costs a load; any other path is applied as a key path, which costs a call into the
-        // runtime's unspecialized code (about 400 instructions; README, Performance).
+        // runtime's unspecialized code (about 400 instructions by callgrind; Benchmarks/README.md).
         let offset = MemoryLayout<State>.offset(of: keyPath)
         let box = SelectedValueBox<Value>()
         let selection = StateSelection(

@@ -190,7 +190,8 @@ extension Store {
         }
         // The frame lives on this function's stack, linked into the thread's chain for exactly
         // as long as it runs (ablation: an array of frames in the thread context instead costs
-        // 20% more time per dispatch with one observer, 107 ns vs 89 ns on this machine).
+        // 20% more time per dispatch with one observer, 107 ns vs 89 ns on swift-packages-b, a
+        // 2-core x86_64 VM; Benchmarks/README.md, "Ablations").
         var frame = DeliveryFrame(store: id, outer: context.pointee.innermost)
         withUnsafeMutablePointer(to: &frame) { frame in
             context.pointee.innermost = frame

@@ -61,8 +61,9 @@ struct CAction: Action, @unchecked Sendable {
 
 extension Action {
     /// This action as a ``CAction`` if it is one. A plain cast: the `unsafeBitCast` after a type
-    /// comparison it replaced bought nothing measurable (ablation, README's Performance section:
-    /// C dispatch with a NULL payload 90 ns with it, 89 ns without, in one session).
+    /// comparison it replaced bought nothing measurable (ablation in Benchmarks/README.md:
+    /// `c.dispatch.null`, 90 ns with it, 89 ns without, by `swift package benchmark` on
+    /// swift-packages-b, a 2-core x86_64 VM).
     @inline(__always)
     var asCAction: CAction? {
         self as? CAction

@@ -19,8 +19,8 @@ final class JSONCTreeStoreHandle: StoreHandle<JSONCTree>, @unchecked Sendable {
             adopting: state, version: version, readableInsideReducer: true,
             middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner))))
         // Only with middleware: a weak reference gives the handle a side table, after which
-        // every retain and release of it takes the slow path (measured: +170 instructions per C
-        // dispatch).
+        // every retain and release of it takes the slow path (+170 instructions per C dispatch by
+        // callgrind, `ProfileDriver c-null`; Benchmarks/README.md).
         if !middleware.isEmpty { owner.handle = self }
         // A C action borrows the caller's identifier and payload: the journal keeps a copy.
         store.journalCopier = { action in

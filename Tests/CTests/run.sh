@@ -7,10 +7,12 @@
 #    nm through apt-get), and builds the `reduxstore` product;
 # 2. checks the header compiles alone as C99 and as C++11, warnings as errors;
 # 3. checks every rdx_ function the header declares is exported by libreduxstore.so;
-# 4. compiles each Tests/CTests/test_*.c, runs it, then runs it again under valgrind (definite
+# 4. compiles the README's C example (the first ```c block of README.md), runs it and compares its
+#    output, and runs it under valgrind;
+# 5. compiles each Tests/CTests/test_*.c, runs it, then runs it again under valgrind (definite
 #    leaks and invalid reads/writes fail; the Swift runtime's possibly-lost and still-reachable
 #    blocks do not). RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind;
-# 5. compiles each again with AddressSanitizer (LeakSanitizer on) and runs it.
+# 6. compiles each again with AddressSanitizer (LeakSanitizer on) and runs it.
 #
 # The last line sums every CHECK of every run (normal and valgrind) as "N passed, N failed"; a
 # step that is not a CHECK (a header or export check, a compile, a crash, valgrind errors) counts
@@ -105,6 +107,40 @@ else
     fi
 fi
 
+# --fair-sched: valgrind runs one thread at a time, and an unfair lock can starve a writer for
+# minutes behind a spinning reader; fair scheduling keeps the thread tests quick.
+valgrind_flags=(--fair-sched=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
+    --error-exitcode=99 --num-callers=40)
+
+# ---- The README's C example, taken from the README as written there: compiled as the tests are,
+# run normally and under valgrind, its output compared with what its comments say.
+echo "== the README's C example"
+awk '/^```c$/ { inside = 1; blocks++; next } /^```/ { inside = 0 } inside && blocks == 1' \
+    "$root/README.md" >"$out/readme_example.c"
+expected=$'RDXStateDidChangeNotification -> version 1\nRDXStateDidChangeNotification -> version 2\n{ "count": 7 }'
+if ! grep -q 'int main(void)' "$out/readme_example.c"; then
+    fail "README.md has no C example (a \`\`\`c block with a main function)"
+elif "$CC" "${cflags[@]}" "$out/readme_example.c" -o "$out/readme_example" \
+    -L"$bin" -lreduxstore -Wl,-rpath,"$bin" $jsonc_libs 2>"$out/readme_example.compile.log"; then
+    pass "compile the README's C example"
+    actual=$("$out/readme_example" 2>&1)
+    if [ "$actual" = "$expected" ]; then
+        pass "the README's C example prints what its comments say"
+    else
+        printf 'expected:\n%s\nprinted:\n%s\n' "$expected" "$actual" >&2
+        fail "the README's C example printed something else"
+    fi
+    if valgrind "${valgrind_flags[@]}" "$out/readme_example" >"$out/readme_example.valgrind.log" 2>&1; then
+        pass "the README's C example under valgrind (no definite leak, no invalid access)"
+    else
+        grep -E '^==[0-9]+== ' "$out/readme_example.valgrind.log" | grep -vE 'possibly lost|still reachable' | head -n 40 >&2
+        fail "the README's C example under valgrind (see $out/readme_example.valgrind.log)"
+    fi
+else
+    cat "$out/readme_example.compile.log" >&2
+    fail "compile the README's C example"
+fi
+
 # ---- The test programs.
 # Runs one program (normally or under valgrind), adds its counts, and checks its exit status.
 run_program() {
@@ -137,10 +173,6 @@ run_program() {
     fi
 }
 
-# --fair-sched: valgrind runs one thread at a time, and an unfair lock can starve a writer for
-# minutes behind a spinning reader; fair scheduling keeps the thread tests quick.
-valgrind_flags=(--fair-sched=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
-    --error-exitcode=99 --num-callers=40)
 
 programs=()
 for source in "$here"/test_*.c; do

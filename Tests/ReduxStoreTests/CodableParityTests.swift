@@ -1,8 +1,7 @@
 // The differential test of the coders: every shape below goes through the three ways a value is
 // copied here — `currentState()` (the snapshot coder), `save` + reopen (the json-c bridge and its
 // text), and the json-c coders alone — and each must give what Foundation's `JSONEncoder` +
-// `JSONDecoder` round trip gives on this machine: the same value, or a failure where Foundation
-// fails.
+// `JSONDecoder` round trip gives on Linux: the same value, or a failure where Foundation fails.
 
 import Foundation
 import ReduxStore

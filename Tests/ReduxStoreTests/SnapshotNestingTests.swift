@@ -5,7 +5,7 @@ import Testing
 
 /// Custom coding that opens nested containers inside one `encode(to:)` — the shape that crashed
 /// `currentState()` when the decoder's per-depth scratch was sized by a depth the encoder did not
-/// record for nested containers (issue 8, point 2.11). Compared with Foundation's round trip.
+/// record for nested containers. Compared with Foundation's round trip.
 struct NestedByHand: Codable, Equatable, Sendable {
     var a: Int
     var b: String

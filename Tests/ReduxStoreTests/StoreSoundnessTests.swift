@@ -7,8 +7,9 @@ import Testing
 import Glibc
 #endif
 
-/// The rules of issue 8's sound core, as a Swift program meets them: reads inside reducers,
-/// removals that cannot deadlock, release handlers, and sequences that end with their store.
+/// The rules of the sound core (the DocC article "The store's contract"), as a Swift program
+/// meets them: reads inside reducers, removals that cannot deadlock, release handlers, and
+/// sequences that end with their store.
 @Suite("Soundness: reads inside reducers, removals, release, endings")
 struct StoreSoundnessTests {
     @Test("the tests run with the internal checks of the unsafe structures compiled in")

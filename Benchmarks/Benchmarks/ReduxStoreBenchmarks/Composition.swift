@@ -12,7 +12,7 @@ let gaugeReducer: Reducer<Gauge> = { state, action in
     if let add = action as? Increment { state.count &+= add.amount }
 }
 
-/// What composition costs (issue 9): a key-path observer whose value did not change, against
+/// What composition costs: a key-path observer whose value did not change, against
 /// the same store without it; one pass-through middleware; a batch of 10 actions. 1,000
 /// actions per measured iteration (a batch: 100 batches of 10).
 func registerCompositionBenchmarks() {

@@ -2,7 +2,7 @@ import Benchmark
 import Foundation
 import ReduxStore
 
-/// What inspection costs (issue 10): a dispatch with the journal on (with and without patches),
+/// What inspection costs: a dispatch with the journal on (with and without patches),
 /// against the same store without it; a dispatch while the history keeps snapshots; a restore;
 /// the diff of two large states with one change.
 func registerJournalBenchmarks() {

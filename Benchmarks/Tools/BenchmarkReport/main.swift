@@ -2,7 +2,7 @@
 // `swift package benchmark baseline update NAME` writes) and writes, into an output folder:
 //   results.json  every benchmark's per-operation figures, and each goal's measured ratio
 //   results.csv   the same figures, one benchmark a line
-//   results.md    the Markdown tables (scripts/bench puts them into README.md)
+//   results.md    the Markdown tables (scripts/bench puts them into Benchmarks/README.md, the goals table into README.md)
 // Every ratio is between two benchmarks of that one run. Usage:
 //   BenchmarkReport <results.json> <output folder> [run seconds]
 import Foundation
@@ -203,75 +203,75 @@ func format(_ value: Double) -> String {
     return String(format: "%.2f", value)
 }
 
-// 1. Dispatch, small state, 1 reducer, 1 observer.
+// Dispatch, small state, 1 reducer, 1 observer.
 if let mallocs = figures["dispatch.store.counter.r1.o1"]?.mallocsPerOperation {
-    goals.append(Goal(goal: "1", measure: "heap allocations per action (counter, 1 reducer, 1 observer)",
+    goals.append(Goal(goal: "dispatch", measure: "heap allocations per action (counter, 1 reducer, 1 observer)",
                       value: mallocs, target: "0", met: mallocs == 0))
 }
-ratio("1", "dispatch (counter, 1 reducer, 1 observer) ÷ hand loop (1 reducer)",
+ratio("dispatch", "dispatch (counter, 1 reducer, 1 observer) ÷ hand loop (1 reducer)",
       "dispatch.store.counter.r1.o1", "dispatch.hand.counter.r1", atMost: 2.5)
-// 8. Against the plain baseline store (one Synchronization.Mutex, compiled in the benchmarks).
-ratio("8", "dispatch (counter, 1 reducer, 1 observer) ÷ plain store doing the same",
+// Against the plain baseline store (one Synchronization.Mutex, compiled in the benchmarks).
+ratio("plain store", "dispatch (counter, 1 reducer, 1 observer) ÷ plain store doing the same",
       "dispatch.store.counter.r1.o1", "dispatch.plain.counter.r1.o1", atMost: 1.0)
-ratio("8", "4 threads, 1,000,000 actions in all (counter, 1 reducer, 1 observer) ÷ plain store",
+ratio("plain store", "4 threads, 1,000,000 actions in all (counter, 1 reducer, 1 observer) ÷ plain store",
       "contention.store.threads4", "contention.plain.threads4", atMost: 1.0)
-// 2. Independent of state size.
-ratio("2", "dispatch 100,000 todos ÷ dispatch counter (1 reducer, 1 observer)",
+// Independent of state size.
+ratio("state size", "dispatch 100,000 todos ÷ dispatch counter (1 reducer, 1 observer)",
       "dispatch.store.todos100000.r1.o1", "dispatch.store.counter.r1.o1", atMost: 1.2)
-ratio("2", "dispatch 100,000 todos ÷ dispatch 10 todos (same reducer and action)",
+ratio("state size", "dispatch 100,000 todos ÷ dispatch 10 todos (same reducer and action)",
       "dispatch.store.todos100000.r1.o1", "dispatch.store.todos10.r1.o1", atMost: 1.2)
-// 3. Snapshots against Foundation's round trip.
+// Snapshots against Foundation's round trip.
 for size in [1_000, 100_000] {
-    ratio("3", "Foundation round trip ÷ snapshot, \(size.formatted()) todos (speed-up)",
+    ratio("snapshots", "Foundation round trip ÷ snapshot, \(size.formatted()) todos (speed-up)",
           "snapshot.foundation.todos\(size).readers1", "snapshot.store.todos\(size).readers1", atLeast: 10)
 }
 for size in [1_000, 100_000] {
-    ratio("3", "10 readers after one action ÷ Foundation (1 encode + 10 decodes), \(size.formatted()) todos",
+    ratio("snapshots", "10 readers after one action ÷ Foundation (1 encode + 10 decodes), \(size.formatted()) todos",
           "snapshot.store.todos\(size).readers10", "snapshot.foundation.todos\(size).readers10", atMost: 0.15)
 }
-// 4. C dispatch.
-ratio("4", "C dispatch, NULL payload (C store) ÷ Swift dispatch (counter, 1 reducer, 0 observers)",
+// C dispatch.
+ratio("C", "C dispatch, NULL payload (C store) ÷ Swift dispatch (counter, 1 reducer, 0 observers)",
       "c.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.5)
-ratio("4", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch",
+ratio("C", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch",
       "c.swiftstore.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.5)
 if let mallocs = figures["c.dispatch.payload"]?.mallocsPerOperation {
-    goals.append(Goal(goal: "4", measure: "heap allocations per C dispatch with a payload (no text made)",
+    goals.append(Goal(goal: "C", measure: "heap allocations per C dispatch with a payload (no text made)",
                       value: mallocs, target: "0", met: mallocs == 0))
 }
-// 9. Composition: a key-path observer whose value did not change, over the same store without it
+// Composition: a key-path observer whose value did not change, over the same store without it
 // (a difference in nanoseconds, not a ratio); middleware and batches for reference.
 if let observed = p50("composition.keypath.unchanged"), let plain = p50("composition.gauge.o0") {
     let extra = observed - plain
-    goals.append(Goal(goal: "9", measure: "key-path observer of an unchanged value: extra ns per action over the same store without it",
+    goals.append(Goal(goal: "composition", measure: "key-path observer of an unchanged value: extra ns per action over the same store without it",
                       value: extra, target: "≤ 10 ns", met: extra <= 10))
 }
-ratio("9", "dispatch through one pass-through middleware ÷ dispatch without (counter, 1 reducer, 0 observers)",
+ratio("composition", "dispatch through one pass-through middleware ÷ dispatch without (counter, 1 reducer, 0 observers)",
       "composition.middleware.pass1", "dispatch.store.counter.r1.o0", atMost: 2.5)
-ratio("9", "one action of a batch of 10 ÷ one dispatch (counter, 1 reducer, 1 observer)",
+ratio("composition", "one action of a batch of 10 ÷ one dispatch (counter, 1 reducer, 1 observer)",
       "composition.batch10", "dispatch.store.counter.r1.o1", atMost: 1.0)
-// 10. Inspection: the journal's cost per action (without patches), against the same store without
+// Inspection: the journal's cost per action (without patches), against the same store without
 // a journal, side by side in each sample (inspection.journal.paired: the median of the samples'
 // ratios); the writer catches up between samples (the sustained rate is the disk's:
 // inspection.journal.sustained).
 if let perMille = figures["inspection.journal.paired.counter"]?.journalPerMille {
     let value = perMille / 1_000
-    goals.append(Goal(goal: "10", measure: "dispatch with the journal on ÷ without (counter, 1 reducer, 0 observers; writer keeping up; paired samples)",
+    goals.append(Goal(goal: "inspection", measure: "dispatch with the journal on ÷ without (counter, 1 reducer, 0 observers; writer keeping up; paired samples)",
                       value: value, target: "≤ 2×", met: value <= 2))
 }
-ratio("10", "diff of two 100,000-todo states with one change ÷ a snapshot of that state",
+ratio("inspection", "diff of two 100,000-todo states with one change ÷ a snapshot of that state",
       "inspection.diff.todos100000", "snapshot.store.todos100000.readers1", atMost: 2)
-// 5. Snapshot memory.
+// Snapshot memory.
 for size in [10, 1_000, 100_000] {
     if let peak = figures["memory.store.todos\(size)"]?.peakExtraBytes,
         let json = figures["memory.store.todos\(size)"]?.stateJSONBytes, json > 0
     {
-        goals.append(Goal(goal: "5", measure: "snapshot peak extra memory ÷ JSON text size, \(size.formatted()) todos",
+        goals.append(Goal(goal: "memory", measure: "snapshot peak extra memory ÷ JSON text size, \(size.formatted()) todos",
                           value: peak / json, target: "≤ 3×", met: peak / json <= 3))
     }
 }
-// 6. A quick run's time.
+// A quick run's time.
 if let runSeconds {
-    goals.append(Goal(goal: "6", measure: "quick run (scripts/bench, build excluded), seconds",
+    goals.append(Goal(goal: "quick run", measure: "quick run (scripts/bench, build excluded), seconds",
                       value: runSeconds, target: "< 120 s", met: runSeconds < 120))
 }
 
@@ -315,10 +315,10 @@ func bytes(_ value: Double?) -> String {
     }
 }
 
-var markdown = "| goal | measure | measured | target | met |\n|---|---|---|---|---|\n"
+var markdown = "| area | measure | measured | target | met |\n|---|---|---|---|---|\n"
 for goal in goals {
     let value = goal.measure.hasPrefix("heap allocations") ? String(format: "%.3f", goal.value)
-        : goal.goal == "6" ? String(format: "%.0f s", goal.value)
+        : goal.goal == "quick run" ? String(format: "%.0f s", goal.value)
         : goal.target.hasSuffix("ns") ? String(format: "%.1f ns", goal.value) : format(goal.value) + "×"
     markdown += "| \(goal.goal) | \(goal.measure) | \(value) | \(goal.target) | \(goal.met ? "yes" : "**no**") |\n"
 }

@@ -1,5 +1,6 @@
 // ProfileDriver: one benchmark workload in a plain loop, to profile under
-// `valgrind --tool=callgrind` (perf has no hardware counters on this machine).
+// `valgrind --tool=callgrind` (perf has no hardware counters on swift-packages-b,
+// the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
 //                 |journal-timing|jsonvalue-todos [count]

@@ -366,8 +366,8 @@ final class Journal: @unchecked Sendable {
     /// spaces (JSON allows them) to the page's end, where its newline moves. Only a line longer
     /// than a page spans pages, and a crash may cut it (a journal started on the file cuts it
     /// off; replay reports it). The padded lines go out in one write per batch and file: a write
-    /// per page cost more than formatting the lines (measured: 0.15 to 0.45 s of system time for
-    /// 2 million entries).
+    /// per page cost more system time than formatting the lines took (Benchmarks/README.md,
+    /// "What inspection costs").
     ///
     /// The file rotates before a line that would take it past ``JournalOptions/maximumFileSize``
     /// (padding counted), so a file is larger only when it holds one line that is.

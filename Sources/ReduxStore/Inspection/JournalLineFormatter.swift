@@ -431,7 +431,7 @@ struct JournalLineProblem {
 }
 
 /// A growable byte buffer whose appends are a capacity test and a `memcpy` (an array's
-/// `append(contentsOf:)` cost about 90 instructions a call here, five calls a line).
+/// `append(contentsOf:)` cost about 90 instructions a call under callgrind, five calls a line).
 struct ByteBuffer: ~Copyable {
     private var start: UnsafeMutablePointer<UInt8>
     private var capacity: Int

@@ -172,9 +172,10 @@ extension Store {
         in recorder: Recorder
     ) {
         var time = timespec()
-        // The kernel's coarse clock: the time of its last tick (every 4 ms on this machine's
-        // kernel), read from memory for about 6 ns, where the precise clock costs about 28 ns,
-        // half a dispatch (measured on this machine).
+        // The kernel's coarse clock: the time of its last tick (every 4 ms on the kernel of
+        // swift-packages-b, a 2-core x86_64 VM), read from memory for about 6 ns, where the
+        // precise clock costs about 28 ns there, half a dispatch (Benchmarks/README.md, "What
+        // inspection costs").
         clock_gettime(CLOCK_REALTIME_COARSE, &time)
         let full: Bool
         if let journalCopier {

@@ -3,7 +3,7 @@ extension Store {
     /// version's from now on, and each later version's as it is applied.
     ///
     /// Memory: `count` encoded snapshot tapes (about the size of the state's JSON text each, see
-    /// the README's Performance section), not live copies; each applied action costs one snapshot
+    /// `Benchmarks/README.md`, "What inspection costs"), not live copies; each applied action costs one snapshot
     /// encode. `keepHistory(0)` turns it off and frees the tapes; a smaller count drops the oldest.
     public func keepHistory(_ count: Int) {
         withCoreLocked { core, insideReducer in

@@ -3,8 +3,10 @@ import ReduxStore
 import ReduxStoreTestSupport
 import Testing
 
-// The README's "Composition" examples, as written there, so they keep compiling and doing what
-// the README says.
+// The examples of the DocC article "Composition"
+// (Sources/ReduxStore/ReduxStore.docc/ComposingStores.md), which were the README's, as written
+// there, so they keep compiling and doing what the article says. Kept in step by hand: a change
+// to the article's blocks is made here too.
 
 private struct Todos: Codable, Sendable {
     var todos: [String] = []
@@ -24,7 +26,7 @@ private let todosReducer: Reducer<Todos> = { state, action in
     if let move = action as? CursorMoved { state.cursor = move.position }
 }
 
-@Suite("The README's composition examples")
+@Suite("The Composition article's examples (ComposingStores.md)")
 struct ReadmeCompositionTests {
     @Test("middleware, batches, observing one value, an action that does not notify")
     func examples() {

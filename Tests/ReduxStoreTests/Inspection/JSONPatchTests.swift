@@ -315,12 +315,12 @@ struct JSONPatchTests {
         #expect(checked > 3_000)
     }
 
-    // MARK: The README's example
+    // MARK: The Inspection article's example (Inspection.md, "What changed")
 
     private struct Todo: Codable { var title: String; var done = false }
     private struct Todos: Codable { var todos: [Todo] = [] }
 
-    @Test("the README's diff and patch example, as written there")
+    @Test("the Inspection article's diff and patch example, as written there")
     func readmeExample() throws {
         let store = Store(reducers: [], state: Todos(todos: [Todo(title: "milk"), Todo(title: "eggs")]))
         let before = try JSONValue(encoding: store.currentState())

@@ -2,7 +2,10 @@ import ReduxStore
 import ReduxStoreTestSupport
 import Testing
 
-// The README's "Inspecting a store" examples, as written there.
+// The examples of the DocC article "Inspecting a store"
+// (Sources/ReduxStore/ReduxStore.docc/Inspection.md), which were the README's, as written there
+// but for the journal's path (a temporary folder) and the replay's last version. Kept in step by
+// hand: a change to the article's blocks is made here too.
 
 private struct Todo: Codable, Equatable, Sendable { var title: String; var done = false }
 private struct AppState: Codable, Equatable, Sendable { var todos: [Todo] = [] }
@@ -12,7 +15,7 @@ private let reducer: Reducer<AppState> = { state, action in
     if let add = action as? AddTodo { state.todos.append(Todo(title: add.title)) }
 }
 
-@Suite("The README's inspection examples")
+@Suite("The Inspection article's examples (Inspection.md)")
 struct ReadmeInspectionTests {
     @Test("journal, replay, time travel, what changed")
     func examples() throws {
