@@ -131,11 +131,11 @@ struct DecodeSession {
             }
             return .array(elements)
         default:  // an object, or a value that encoded nothing (read as `{}`)
-            var members: [String: JSONValue] = [:]
+            var members: [JSONKey: JSONValue] = [:]
             if slot.tag == .object { members.reserveCapacity(slot.count) }
             var child = slot.tag == .object ? slot.first : 0
             while child != 0 {
-                members[strings[Int(slots[Int(child)].key)]] = jsonValue(at: child)
+                members[JSONKey(strings[Int(slots[Int(child)].key)])] = jsonValue(at: child)
                 child = slots[Int(child)].next
             }
             return .object(members)
@@ -302,6 +302,19 @@ struct DecodeSession {
                 hint.pointee = KeyHint(container: container, next: slots[Int(entry)].next)
                 return entry
             }
+            entry = slots[Int(entry)].next
+        }
+        return 0
+    }
+
+    /// The child of `container` whose key has the same code points as `name`, or 0: how a
+    /// ``JSONValue``'s member keys are looked up (an object may hold look-alikes side by side).
+    func exactChild(of container: UInt32, named name: String) -> UInt32 {
+        let slot = slots[Int(container)]
+        guard slot.tag == .object else { return 0 }
+        var entry = slot.first
+        while entry != 0 {
+            if JSONKey.sameCodePoints(strings[Int(slots[Int(entry)].key)], name) { return entry }
             entry = slots[Int(entry)].next
         }
         return 0
@@ -510,12 +523,22 @@ struct TapeKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func contains(_ key: Key) -> Bool {
-        session.pointee.child(of: node, named: key.stringValue) != 0
+        lookUp(key) != 0
+    }
+
+    /// The child for `key`, or 0. A ``JSONValue``'s member keys are matched code point by code
+    /// point, other keys as Swift strings.
+    @inline(__always)
+    func lookUp(_ key: Key) -> UInt32 {
+        if Key.self == JSONValue.MemberKey.self {
+            return session.pointee.exactChild(of: node, named: key.stringValue)
+        }
+        return session.pointee.child(of: node, named: key.stringValue)
     }
 
     @inline(__always)
     func child(_ key: Key) throws -> UInt32 {
-        let child = session.pointee.child(of: node, named: key.stringValue)
+        let child = lookUp(key)
         if child == 0 { throw session.pointee.keyNotFound(key, in: node) }
         return child
     }
@@ -523,7 +546,7 @@ struct TapeKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// The child for `key` unless it is missing or null.
     @inline(__always)
     func present(_ key: Key) -> UInt32? {
-        let child = session.pointee.child(of: node, named: key.stringValue)
+        let child = lookUp(key)
         if child == 0 || session.pointee.isNull(child) { return nil }
         return child
     }
