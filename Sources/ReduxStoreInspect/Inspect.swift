@@ -41,7 +41,9 @@ struct Show: ParsableCommand {
         discussion: """
             Example:
               reduxstore-inspect show state.json --pointer /todos/0
-            prints the first todo of the state saved in state.json. Keys are printed sorted.
+            prints the first todo of the state saved in state.json. Keys are printed sorted \
+            by code point; keys that look alike but differ in code points (é as one code point, \
+            or as e and a combining accent) are different keys.
             """)
 
     @Argument(help: "A saved state or a JSON file.")
