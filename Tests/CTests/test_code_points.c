@@ -167,6 +167,30 @@ static void test_pointer_observer(void)
     rdx_store_release(store);
 }
 
+/* A key that is not UTF-8 (json-c keeps any bytes) is an error with words, never repaired into
+ * U+FFFD, which would make two keys one. */
+static void test_key_not_utf8(void)
+{
+    json_object *from = json_object_new_object();
+    json_object *to = json_object_new_object();
+    json_object *patch;
+
+    TEST("key_not_utf8");
+    json_object_object_add(from, "\xff", json_object_new_int(1));
+    json_object_object_add(to, "\xff", json_object_new_int(1));
+    json_object_object_add(to, "\xfe", json_object_new_int(2));
+    CHECK(rdx_json_diff(from, to) == NULL);
+    CHECK(strstr(rdx_last_error(), "key is not valid UTF-8") != NULL);
+    patch = parse("[{\"op\":\"remove\",\"path\":\"/\xef\xbf\xbd\"}]"); /* "/\ufffd" */
+    CHECK_STATUS(rdx_json_patch(to, patch), RDX_EDECODE);
+    CHECK(strstr(rdx_last_error(), "document.") == rdx_last_error());
+    CHECK(strstr(rdx_last_error(), "key is not valid UTF-8") != NULL);
+    CHECK_EQ_INT(json_object_object_length(to), 2);
+    json_object_put(patch);
+    json_object_put(from);
+    json_object_put(to);
+}
+
 /* The patch of each journal line of a file, as compact text, into `patches` (NULL when a line has
  * none); returns the number of lines. */
 static int journal_patches(const char *path, char patches[][256], int capacity)
@@ -236,5 +260,6 @@ int main(void)
     test_patch();
     test_pointer_observer();
     test_journal_patches();
+    test_key_not_utf8();
     return check_report();
 }
