@@ -146,6 +146,28 @@ struct CodePointTests {
         #expect(try JSONValue(encoding: wrapped) == ["payload": both])
     }
 
+    @Test("a typed decode reads the member of its key's own code points, beside a look-alike")
+    func typedDecode() throws {
+        struct Precomposed: Decodable { var value: Int; enum CodingKeys: String, CodingKey { case value = "\u{E9}" } }
+        struct Decomposed: Decodable { var value: Int; enum CodingKeys: String, CodingKey { case value = "e\u{301}" } }
+        // Both orders of the members: a Swift-string lookup would take whichever comes first.
+        for both: JSONValue in [
+            .object([JSONKey(precomposed): 1, JSONKey(decomposed): 2]),
+            .object([JSONKey(decomposed): 2, JSONKey(precomposed): 1]),
+        ] {
+            #expect(try both.decode(as: Precomposed.self).value == 1)
+            #expect(try both.decode(as: Decomposed.self).value == 2)
+            let action = JSONAction(identifier: "x", payload: both)
+            #expect(try action.decodePayload(as: Decomposed.self).value == 2)
+        }
+        for text in ["{\"\u{E9}\": 1, \"e\u{301}\": 2}", "{\"e\u{301}\": 2, \"\u{E9}\": 1}"] {
+            #expect(try JSONCDecoder().decode(Precomposed.self, fromJSONString: text).value == 1)
+            #expect(try JSONCDecoder().decode(Decomposed.self, fromJSONString: text).value == 2)
+        }
+        // Alone, a look-alike is still found, as Foundation finds it.
+        #expect(try JSONValue.object([JSONKey(decomposed): 3]).decode(as: Precomposed.self).value == 3)
+    }
+
     @Test("ActionTypes: a type registered for \"caf\\u{E9}\" does not decode an action named \"cafe\\u{301}\"")
     func actionTypes() throws {
         struct Order: Action, Codable { var size: Int; var identifier: String { "caf\u{E9}" } }
