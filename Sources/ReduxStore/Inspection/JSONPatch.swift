@@ -108,6 +108,13 @@ public enum JSONPatch {
 
         /// The value an `add` or `replace` puts (every such operation has one).
         fileprivate var newValue: JSONValue { value ?? .null }
+
+        /// Equal when the kinds, the paths and the values are: the paths code point by code
+        /// point (`"/\u{E9}"` and `"/e\u{301}"` name different members), the values as
+        /// ``JSONValue``'s `==` compares them.
+        public static func == (lhs: Operation, rhs: Operation) -> Bool {
+            lhs.op == rhs.op && JSONKey.sameCodePoints(lhs.path, rhs.path) && lhs.value == rhs.value
+        }
     }
 
     // MARK: - Diff

@@ -69,6 +69,9 @@ struct CodePointTests {
             == ["Z", "a", JSONKey(decomposed), JSONKey(precomposed)])
         #expect(JSONAction(identifier: precomposed) != JSONAction(identifier: decomposed))
         #expect(Set([JSONAction(identifier: precomposed), JSONAction(identifier: decomposed)]).count == 2)
+        #expect(JSONPatch.Operation.remove(path: "/" + precomposed) != .remove(path: "/" + decomposed))
+        #expect(JSONPatch.Operation.add(path: "/a", value: .string(precomposed))
+            != .add(path: "/a", value: .string(decomposed)))
         #expect(StoreNotification(stateDidChangeAt: 1, actionIdentifier: precomposed)
             != StoreNotification(stateDidChangeAt: 1, actionIdentifier: decomposed))
     }
