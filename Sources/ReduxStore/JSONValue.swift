@@ -90,8 +90,10 @@ extension JSONValue: Hashable {
 ///
 /// ```swift
 /// let value: JSONValue = .object(["title": "milk", "done": false])
-/// let title = members["title"]          // a literal key
-/// let named = members[JSONKey(name)]    // a key from a String
+/// if case .object(let members) = value {
+///     let title = members["title"]          // a literal key
+///     let named = members[JSONKey(name)]    // a key from a String (or `members[name]`)
+/// }
 /// ```
 ///
 /// - Complexity: `==`, `<` and `hash(into:)` are O(length of the key) over its UTF-8 bytes.
