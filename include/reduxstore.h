@@ -364,7 +364,9 @@ RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *a
  * comparison is with the value when the observer was added. Calls follow the observer rules
  * (rdx_store_add_observer()); when two threads' changes are delivered out of order, the later
  * delivery does not call. Removed with rdx_store_remove_observer(). On a Swift store handed to C,
- * each comparison encodes the state to a json-c tree first.
+ * each comparison encodes the state to a json-c tree first. Keys and strings are compared byte for
+ * byte (code points): an observer of "/e\u0301" is called when that member changes (a string in
+ * it changed into a look-alike included), never for a change of the member "\u00e9".
  * Returns a token, never 0, or 0 on failure: RDX_EINVAL's words for a NULL store, pointer or
  * observer, or a pointer that is neither "" nor starts with '/'.
  */
@@ -449,10 +451,12 @@ RDX_API rdx_status rdx_store_flush_journal(rdx_store *store);
  * absent for remove, and a JSON null value is "value": null), which rdx_json_patch() applies to
  * a tree equal to `from` to make it equal to `to`. Equal trees give an empty array.
  * Objects are compared by key (removes, then changes inside shared members, then adds, each in
- * sorted key order); arrays by index (changes inside shared elements, then the extra elements of
+ * code point order of the keys); arrays by index (changes inside shared elements, then the extra elements of
  * `to` added in increasing index order, or the extra elements of `from` removed from the end
  * backwards); values of different kinds, and unequal scalars, are replaced whole ("path": ""
- * when the roots differ so). Numbers are compared by value: 1 and 1.0 are equal. One changed
+ * when the roots differ so). Numbers are compared by value: 1 and 1.0 are equal. Strings and keys
+ * are compared code point by code point, as json-c keeps them, byte for byte: "\u00e9" (é) and
+ * "e\u0301" (e and a combining accent) are different strings, and two keys. One changed
  * field of one element of a 100,000-element array is one operation,
  * {"op": "replace", "path": "/todos/12345/done", "value": true}.
  * Returns NULL on failure, and rdx_last_error() says why: `from` or `to` is NULL (RDX_EINVAL's
@@ -469,7 +473,8 @@ RDX_API json_object *rdx_json_diff(json_object *from, json_object *to);
 /*
  * Applies the JSON Patch `patch` (borrowed: an array of add, remove and replace operations, as
  * rdx_json_diff() makes; RFC 6902's semantics, "-" as an array index appends) to `document` in
- * place. All or nothing: the operations are applied in order to a copy, and the document is
+ * place (a path's keys name members byte for byte: "/e\u0301" never names "\u00e9"). All or
+ * nothing: the operations are applied in order to a copy, and the document is
  * changed only when every one of them applied, and then only where it differs: members and
  * elements whose value stays are the same json_object nodes as before, printed as before, so a
  * pointer into the document stays valid unless the patch removed or replaced its node (or one

@@ -63,12 +63,14 @@ public struct JSONAction: Action, Hashable {
         try JSONValue.decode(type, from: payload ?? .null, prefix: "payload")
     }
 
+    /// Equal when the identifiers have the same code points (as ``JSONKey`` compares them) and
+    /// the payloads are equal ``JSONValue``s.
     public static func == (lhs: JSONAction, rhs: JSONAction) -> Bool {
-        lhs.identifier == rhs.identifier && lhs.payload == rhs.payload
+        JSONKey.sameCodePoints(lhs.identifier, rhs.identifier) && lhs.payload == rhs.payload
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(identifier)
+        JSONKey.hashCodePoints(identifier, into: &hasher)
         hasher.combine(payload)
     }
 

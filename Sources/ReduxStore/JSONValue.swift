@@ -1,8 +1,23 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A JSON value in Swift: the payload of a ``JSONAction``.
 ///
 /// Integers stay integers (`int` for those that fit `Int64`, `uint` above), so a payload that
 /// came from C as `42` is decoded as `42`, never as `42.0`. Objects keep no key order.
-public enum JSONValue: Sendable, Hashable {
+///
+/// Strings and object keys are sequences of Unicode code points, as JSON defines them: two
+/// values are equal only when their strings have the same code points. `.string("\u{E9}")` (é)
+/// and `.string("e\u{301}")` (e and a combining acute accent) differ, although Swift's `String`
+/// calls them equal; an object holds both keys side by side (see ``JSONKey``). Diffs, patches,
+/// the journal and the C face compare them the same way. Numbers compare as `Double` and the
+/// integer types do: `.double(.nan)` equals nothing, `.int(1)` and `.double(1.0)` differ.
+///
+/// The coders of this library (``JSONCEncoder``, ``JSONCDecoder``, snapshots) keep such keys
+/// apart. Foundation's `JSONEncoder` and `JSONDecoder` keep an object's keys in a Swift
+/// dictionary of `String`s, so they merge keys that differ only so.
+public enum JSONValue: Sendable {
     case null
     case bool(Bool)
     case int(Int64)
@@ -10,7 +25,168 @@ public enum JSONValue: Sendable, Hashable {
     case double(Double)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    case object([JSONKey: JSONValue])
+}
+
+extension JSONValue: Hashable {
+    /// Equal when of the same kind with equal contents: strings with the same code points,
+    /// numbers by `==` of their own type, arrays element by element, objects with the same keys
+    /// (code point by code point) and equal members.
+    ///
+    /// - Complexity: O(size of the smaller value); a string is compared by its UTF-8 bytes.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.int(let a), .int(let b)): a == b
+        case (.uint(let a), .uint(let b)): a == b
+        case (.double(let a), .double(let b)): a == b
+        case (.string(let a), .string(let b)): JSONKey.sameCodePoints(a, b)
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)): a == b
+        default: false
+        }
+    }
+
+    /// Hashes the kind and the contents; a string by its UTF-8 bytes.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null:
+            hasher.combine(0 as UInt8)
+        case .bool(let value):
+            hasher.combine(1 as UInt8)
+            hasher.combine(value)
+        case .int(let value):
+            hasher.combine(2 as UInt8)
+            hasher.combine(value)
+        case .uint(let value):
+            hasher.combine(3 as UInt8)
+            hasher.combine(value)
+        case .double(let value):
+            hasher.combine(4 as UInt8)
+            hasher.combine(value)
+        case .string(let value):
+            hasher.combine(5 as UInt8)
+            JSONKey.hashCodePoints(value, into: &hasher)
+        case .array(let elements):
+            hasher.combine(6 as UInt8)
+            hasher.combine(elements)
+        case .object(let members):
+            hasher.combine(7 as UInt8)
+            hasher.combine(members)
+        }
+    }
+}
+
+/// A key of a JSON object (``JSONValue/object(_:)``): a string compared code point by code point.
+///
+/// Swift's `String` compares by canonical equivalence, so `"\u{E9}"` (é) and `"e\u{301}"` (e
+/// and a combining acute accent) are one `String` key of a `Dictionary`. JSON keeps them apart:
+/// they are different keys, and an object may have both. `JSONKey` is equal to another key,
+/// hashes, and sorts by the key's Unicode code points (equivalently its UTF-8 bytes), so a
+/// `[JSONKey: JSONValue]` holds both.
+///
+/// A string literal is a key, so object literals read as before:
+///
+/// ```swift
+/// let value: JSONValue = .object(["title": "milk", "done": false])
+/// if case .object(let members) = value {
+///     let title = members["title"]          // a literal key
+///     let named = members[JSONKey(name)]    // a key from a String (or `members[name]`)
+/// }
+/// ```
+///
+/// - Complexity: `==`, `<` and `hash(into:)` are O(length of the key) over its UTF-8 bytes.
+public struct JSONKey: Hashable, Comparable, Sendable, ExpressibleByStringLiteral,
+    CustomStringConvertible, CustomDebugStringConvertible
+{
+    /// The key's text.
+    public let string: String
+
+    /// The key whose text is `string`, code point by code point.
+    public init(_ string: String) { self.string = string }
+
+    public init(stringLiteral value: String) { self.string = value }
+
+    /// The key's text.
+    public var description: String { string }
+
+    public var debugDescription: String { string.debugDescription }
+
+    /// Whether the two keys have the same code points (the same UTF-8 bytes).
+    public static func == (lhs: JSONKey, rhs: JSONKey) -> Bool {
+        sameCodePoints(lhs.string, rhs.string)
+    }
+
+    /// Code point order (equivalently, the order of the UTF-8 bytes): `"Z" < "a" < "\u{E9}"`.
+    /// The order in which ``JSONPatch/diff(from:to:)`` lists keys.
+    public static func < (lhs: JSONKey, rhs: JSONKey) -> Bool {
+        lhs.string.utf8.lexicographicallyPrecedes(rhs.string.utf8)
+    }
+
+    /// Hashes the key's UTF-8 bytes.
+    public func hash(into hasher: inout Hasher) {
+        Self.hashCodePoints(string, into: &hasher)
+    }
+
+    /// Whether `a` and `b` have the same code points: the same UTF-8 bytes. A native string's
+    /// bytes are compared in place, with no copy; short ones (most keys) byte by byte, which
+    /// costs less than a call to `memcmp`.
+    @inline(__always)
+    static func sameCodePoints(_ a: String, _ b: String) -> Bool {
+        if sameRepresentation(a, b) { return true }
+        let x = a.utf8
+        let y = b.utf8
+        let count = x.count
+        guard count == y.count else { return false }
+        let same = x.withContiguousStorageIfAvailable { p in
+            y.withContiguousStorageIfAvailable { q in
+                guard count > 32 else {
+                    for i in 0..<count where p[i] != q[i] { return false }
+                    return true
+                }
+                return memcmp(p.baseAddress!, q.baseAddress!, count) == 0
+            }
+        }
+        if let same, let same { return same }
+        return x.elementsEqual(y)
+    }
+
+    /// Whether the two strings are the same bits: the same small string (its bytes inline), or
+    /// the same buffer. Such strings hold the same text; other strings may too.
+    @inline(__always)
+    private static func sameRepresentation(_ a: String, _ b: String) -> Bool {
+        guard MemoryLayout<String>.size == 16 else { return false }
+        return withUnsafeBytes(of: a) { x in
+            withUnsafeBytes(of: b) { y in
+                x.loadUnaligned(as: UInt64.self) == y.loadUnaligned(as: UInt64.self)
+                    && x.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+                        == y.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            }
+        }
+    }
+
+    /// Feeds `string`'s UTF-8 bytes to `hasher`, then 0xFF (never a byte of UTF-8), so that
+    /// the strings of a sequence cannot run into each other: what `String` feeds for an ASCII
+    /// string.
+    @inline(__always)
+    static func hashCodePoints(_ string: String, into hasher: inout Hasher) {
+        let utf8 = string.utf8
+        let done: Void? = utf8.withContiguousStorageIfAvailable { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        if done == nil {
+            for byte in utf8 { hasher.combine(byte) }
+        }
+        hasher.combine(0xFF as UInt8)
+    }
+}
+
+extension Dictionary where Key == JSONKey {
+    /// The value under the key whose text is `key`, code point by code point:
+    /// `members[JSONKey(key)]`.
+    public subscript(key: String) -> Value? {
+        get { self[JSONKey(key)] }
+        set { self[JSONKey(key)] = newValue }
+    }
 }
 
 // Not ExpressibleByNilLiteral: `nil` must keep meaning "no value" for a `JSONValue?` payload.
@@ -23,7 +199,7 @@ extension JSONValue: ExpressibleByBooleanLiteral,
     public init(floatLiteral value: Double) { self = .double(value) }
     public init(stringLiteral value: String) { self = .string(value) }
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    public init(dictionaryLiteral elements: (JSONKey, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
@@ -33,11 +209,12 @@ extension JSONValue: Codable {
         // Objects and arrays first: asking a scalar container of them would fail anyway. Only a
         // mismatch (or a null) means "not this kind"; any other error (a limit, say) is the
         // answer.
-        if let object = try Self.attempt({ try decoder.container(keyedBy: AnyCodingKey.self) }) {
-            var result: [String: JSONValue] = [:]
-            result.reserveCapacity(object.allKeys.count)
-            for key in object.allKeys {
-                result[key.stringValue] = try object.decode(JSONValue.self, forKey: key)
+        if let object = try Self.attempt({ try decoder.container(keyedBy: MemberKey.self) }) {
+            var result: [JSONKey: JSONValue] = [:]
+            let keys = object.allKeys
+            result.reserveCapacity(keys.count)
+            for key in keys {
+                result[JSONKey(key.stringValue)] = try object.decode(JSONValue.self, forKey: key)
             }
             self = .object(result)
             return
@@ -63,6 +240,16 @@ extension JSONValue: Codable {
         } else {
             self = .string(try value.decode(String.self))
         }
+    }
+
+    /// The coding key of an object's member. The coders of this library know it: they compare
+    /// its keys code point by code point (a ``JSONValue`` object's keys are all distinct so),
+    /// where the keys of other types are compared as Swift strings, as Foundation does.
+    struct MemberKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { return nil }
     }
 
     /// The container `make` opens, or nil when the value is of another kind.
@@ -100,9 +287,9 @@ extension JSONValue: Codable {
             var array = encoder.unkeyedContainer()
             for element in elements { try array.encode(element) }
         case .object(let members):
-            var object = encoder.container(keyedBy: AnyCodingKey.self)
+            var object = encoder.container(keyedBy: MemberKey.self)
             for (key, member) in members {
-                try object.encode(member, forKey: AnyCodingKey(stringValue: key))
+                try object.encode(member, forKey: MemberKey(stringValue: key.string))
             }
         }
     }

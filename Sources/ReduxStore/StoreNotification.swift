@@ -53,9 +53,10 @@ public struct StoreNotification: Sendable, Hashable {
     @inline(__always)
     package var isStateDidChange: Bool { custom == nil }
 
-    // Equal and hashed by the name, whichever way it is held.
+    // Equal and hashed by the name, whichever way it is held; action identifiers compare code
+    // point by code point, as ``JSONAction``'s do (the hash of equal bytes is equal).
     public static func == (lhs: StoreNotification, rhs: StoreNotification) -> Bool {
-        lhs.version == rhs.version && lhs.actionIdentifier == rhs.actionIdentifier
+        lhs.version == rhs.version && JSONKey.sameCodePoints(lhs.actionIdentifier, rhs.actionIdentifier)
             && lhs.restoredVersion == rhs.restoredVersion && lhs.name == rhs.name
     }
 

@@ -127,9 +127,10 @@ enum InspectedTree {
                 while json_object_iter_equal(&iterator, &end) == 0 {
                     defer { json_object_iter_next(&iterator) }
                     guard let name = json_object_iter_peek_name(&iterator) else { continue }
-                    let key = String(cString: name)
+                    // json-c keys are bytes; JSONValue keys compare code point by code point.
+                    let key = JSONKey(String(cString: name))
                     guard let newMember = new[key] else {
-                        edits.append(.removeMember(node, key))
+                        edits.append(.removeMember(node, key.string))
                         continue
                     }
                     let oldMember = old[key] ?? .null
@@ -138,15 +139,15 @@ enum InspectedTree {
                        Self.sameContainerKind(oldMember, newMember) {
                         try plan(child, oldMember, newMember, level: level + 1)
                     } else {
-                        edits.append(.setMember(node, key, try make(newMember, level: level)))
+                        edits.append(.setMember(node, key.string, try make(newMember, level: level)))
                     }
                 }
                 for (key, newMember) in new where old[key] == nil {
-                    guard !key.utf8.contains(0) else {
+                    guard !key.string.utf8.contains(0) else {
                         throw StoreError(
                             .decode, "key \"\(key)\" contains a NUL character, which json-c cannot hold")
                     }
-                    edits.append(.setMember(node, key, try make(newMember, level: level)))
+                    edits.append(.setMember(node, key.string, try make(newMember, level: level)))
                 }
             case (.array(let old), .array(let new)):
                 let common = min(old.count, new.count)

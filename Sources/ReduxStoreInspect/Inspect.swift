@@ -41,7 +41,9 @@ struct Show: ParsableCommand {
         discussion: """
             Example:
               reduxstore-inspect show state.json --pointer /todos/0
-            prints the first todo of the state saved in state.json. Keys are printed sorted.
+            prints the first todo of the state saved in state.json. Keys are printed sorted \
+            by code point; keys that look alike but differ in code points (é as one code point, \
+            or as e and a combining accent) are different keys.
             """)
 
     @Argument(help: "A saved state or a JSON file.")
@@ -57,7 +59,7 @@ struct Show: ParsableCommand {
             let document = try Inspector.readDocument(file)
             let value = try Inspector.value(at: pointer, in: document.value)
             if output.json {
-                try printJSON(ShowOutput(file: file, version: document.version, pointer: pointer, value: value))
+                try printJSON(Show.output(file: file, version: document.version, pointer: pointer, value: value))
             } else {
                 if let version = document.version { print(Style.dim("saved state, version \(version)")) }
                 try printJSON(value, pretty: true)
@@ -65,11 +67,12 @@ struct Show: ParsableCommand {
         }
     }
 
-    struct ShowOutput: Encodable {
-        let file: String
-        let version: UInt64?
-        let pointer: String
-        let value: JSONValue
+    /// What `--json` prints: `{"file":…,"pointer":…,"value":…,"version":…}` (no `version` for
+    /// a plain JSON file).
+    static func output(file: String, version: UInt64?, pointer: String, value: JSONValue) -> JSONValue {
+        var members: [JSONKey: JSONValue] = ["file": .string(file), "pointer": .string(pointer), "value": value]
+        if let version { members["version"] = .uint(version) }
+        return .object(members)
     }
 }
 
@@ -99,7 +102,7 @@ struct Diff: ParsableCommand {
             let after = try Inspector.readDocument(to)
             let patch = JSONPatch.diff(from: before.value, to: after.value)
             if output.json {
-                try printJSON(patch)
+                try printJSON(JSONValue.array(patch.map(jsonValue(of:))))
                 return
             }
             if patch.isEmpty { print(Style.dim("no difference")) }
@@ -209,7 +212,7 @@ struct StateAt: ParsableCommand {
             progress.clear()
             let value = try Inspector.value(at: pointer, in: state)
             if output.json {
-                try printJSON(Show.ShowOutput(file: journal, version: at, pointer: pointer, value: value))
+                try printJSON(Show.output(file: journal, version: at, pointer: pointer, value: value))
             } else {
                 print(Style.dim("state at version \(at)"))
                 try printJSON(value, pretty: true)
@@ -251,7 +254,11 @@ func oneLine(_ text: String) -> String {
     return String(escaped)
 }
 
+/// `value` as JSON text, keys sorted. Foundation's `JSONEncoder` sorts keys too, but keeps them
+/// in a dictionary of Swift strings, which merges keys that differ only in code points (`"é"`
+/// and `"e\u{301}"`): JSON values are printed by ``JSONText``, which keeps every key.
 func jsonText(_ value: some Encodable, pretty: Bool = false) throws -> String {
+    if let value = value as? JSONValue { return try JSONText.text(of: value, pretty: pretty) }
     let encoder = JSONEncoder()
     encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
     return String(decoding: try encoder.encode(value), as: UTF8.self)
@@ -259,6 +266,92 @@ func jsonText(_ value: some Encodable, pretty: Bool = false) throws -> String {
 
 func printJSON(_ value: some Encodable, pretty: Bool = false) throws {
     print(try jsonText(value, pretty: pretty))
+}
+
+/// A patch operation as the JSON value RFC 6902 gives it: `{"op":…,"path":…,"value":…}`.
+func jsonValue(of operation: JSONPatch.Operation) -> JSONValue {
+    var members: [JSONKey: JSONValue] = [
+        "op": .string(operation.op.rawValue), "path": .string(operation.path),
+    ]
+    if let value = operation.value { members["value"] = value }
+    return .object(members)
+}
+
+/// Prints ``JSONValue``s as Foundation's `JSONEncoder` does with `.sortedKeys` and
+/// `.withoutEscapingSlashes` (and `.prettyPrinted` when asked: two spaces, `"key" : value`), but
+/// with every key of an object, sorted by code point (``JSONKey``'s order).
+enum JSONText {
+    static func text(of value: JSONValue, pretty: Bool) throws -> String {
+        var out = ""
+        try write(value, pretty: pretty, indent: 0, into: &out)
+        return out
+    }
+
+    private static func write(_ value: JSONValue, pretty: Bool, indent: Int, into out: inout String) throws {
+        switch value {
+        case .null: out += "null"
+        case .bool(let flag): out += flag ? "true" : "false"
+        case .int(let number): out += String(number)
+        case .uint(let number): out += String(number)
+        case .double(let number):
+            guard number.isFinite else {
+                throw StoreError(.encode, "\(number) is not a JSON number")
+            }
+            // Foundation writes an integral double without a fraction: 3.0 as 3.
+            out += number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : "\(number)"
+        case .string(let text): writeString(text, into: &out)
+        case .array(let elements):
+            if elements.isEmpty { out += "[]"; return }
+            out += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out += "," }
+                if pretty { newline(indent + 1, &out) }
+                try write(element, pretty: pretty, indent: indent + 1, into: &out)
+            }
+            if pretty { newline(indent, &out) }
+            out += "]"
+        case .object(let members):
+            if members.isEmpty { out += "{}"; return }
+            out += "{"
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { out += "," }
+                if pretty { newline(indent + 1, &out) }
+                writeString(key.string, into: &out)
+                out += pretty ? " : " : ":"
+                try write(members[key]!, pretty: pretty, indent: indent + 1, into: &out)
+            }
+            if pretty { newline(indent, &out) }
+            out += "}"
+        }
+    }
+
+    private static func newline(_ indent: Int, _ out: inout String) {
+        out += "\n" + String(repeating: "  ", count: indent)
+    }
+
+    /// A JSON string: `"` and `\\` escaped, control characters as `\n`, `\t`… or `\u00XX`, the
+    /// rest as it is (code point by code point: nothing normalized).
+    private static func writeString(_ text: String, into out: inout String) {
+        var escaped = String.UnicodeScalarView()
+        escaped.append("\"")
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": escaped.append(contentsOf: #"\""#.unicodeScalars)
+            case "\\": escaped.append(contentsOf: #"\\"#.unicodeScalars)
+            case "\n": escaped.append(contentsOf: #"\n"#.unicodeScalars)
+            case "\r": escaped.append(contentsOf: #"\r"#.unicodeScalars)
+            case "\t": escaped.append(contentsOf: #"\t"#.unicodeScalars)
+            case "\u{8}": escaped.append(contentsOf: #"\b"#.unicodeScalars)
+            case "\u{C}": escaped.append(contentsOf: #"\f"#.unicodeScalars)
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                escaped.append(contentsOf: ("\\u" + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
+            default: escaped.append(scalar)
+            }
+        }
+        escaped.append("\"")
+        out += String(escaped)
+    }
 }
 
 /// Colours and emphasis, only on a terminal and without `NO_COLOR` (https://no-color.org).

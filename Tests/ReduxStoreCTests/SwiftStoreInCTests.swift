@@ -126,4 +126,37 @@ struct SwiftStoreInCTests {
         #expect(rdx_store_version(handle) == 10)
         rdx_store_release(handle)
     }
+
+    @Test("a C pointer observer of \"/e\\u{301}\" on a JSON-valued Swift store: that key's changes only")
+    func pointerObserverOfLookAlikeKey() {
+        // "set": the payload's "value" under its "key", in a state that is a JSON object.
+        let reducer: Reducer<JSONValue> = { state, action in
+            guard let action = action as? JSONAction, case .object(let payload)? = action.payload,
+                  case .string(let key)? = payload["key"], let value = payload["value"],
+                  case .object(var members) = state
+            else { return }
+            members[JSONKey(key)] = value
+            state = .object(members)
+        }
+        let store = Store(reducers: [reducer], state: JSONValue.object([:]))
+        let handle = store.makeCStore()
+        defer { rdx_store_release(handle) }
+        let decomposed = Recorder<UInt64>()
+        let precomposed = Recorder<UInt64>()
+        let observe: rdx_observer_fn = { _, _, version, context in
+            Unmanaged<Recorder<UInt64>>.fromOpaque(context!).takeUnretainedValue().append(version)
+        }
+        #expect(rdx_store_observe_pointer(
+            handle, "/e\u{301}", observe, Unmanaged.passUnretained(decomposed).toOpaque()) != 0)
+        #expect(rdx_store_observe_pointer(
+            handle, "/\u{E9}", observe, Unmanaged.passUnretained(precomposed).toOpaque()) != 0)
+        for (key, value) in [("\u{E9}", 1), ("e\u{301}", 2), ("\u{E9}", 3), ("e\u{301}", 4)] {
+            store.dispatchAction(JSONAction(identifier: "set", payload: ["key": .string(key), "value": .int(Int64(value))]))
+        }
+        #expect(decomposed.all == [2, 4])
+        #expect(precomposed.all == [1, 3])
+        let value = rdx_store_current_value(handle, "/e\u{301}")
+        #expect(json_object_get_int64(value) == 4)
+        json_object_put(value)
+    }
 }

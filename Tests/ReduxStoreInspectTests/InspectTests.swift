@@ -98,6 +98,35 @@ struct InspectTests {
         #expect(try inspect("show", plain, "--pointer", "/a/1").out == "2.5\n")
     }
 
+    @Test("\"\u{E9}\" and \"e\u{301}\" are different strings and keys: diff reports them, show prints both")
+    func codePoints() throws {
+        let folder = temporaryFolder()
+        let before = folder + "/before.json"
+        let after = folder + "/after.json"
+        let both = folder + "/both.json"
+        try "{\"name\": \"\u{E9}\"}".write(toFile: before, atomically: true, encoding: .utf8)
+        try "{\"name\": \"e\u{301}\"}".write(toFile: after, atomically: true, encoding: .utf8)
+        try "{\"\u{E9}\": 1, \"e\u{301}\": 2}".write(toFile: both, atomically: true, encoding: .utf8)
+        // Compared as bytes: String's == would call the look-alikes equal.
+        let text = try inspect("diff", before, after)
+        #expect(text.status == 0)
+        #expect(Array(text.out.utf8) == Array("replace /name \"e\u{301}\"\n".utf8))
+        let patch = try inspect("diff", before, after, "--json")
+        #expect(Array(patch.out.utf8) == Array("[{\"op\":\"replace\",\"path\":\"/name\",\"value\":\"e\u{301}\"}]\n".utf8))
+        let added = try inspect("diff", before, both, "--json")
+        #expect(Array(added.out.utf8) == Array((
+            "[{\"op\":\"remove\",\"path\":\"/name\"},{\"op\":\"add\",\"path\":\"/e\u{301}\",\"value\":2},"
+                + "{\"op\":\"add\",\"path\":\"/\u{E9}\",\"value\":1}]\n").utf8))
+        let shown = try inspect("show", both, "--json")
+        #expect(shown.status == 0)
+        #expect(Array(shown.out.utf8) == Array(
+            "{\"file\":\"\(both)\",\"pointer\":\"\",\"value\":{\"e\u{301}\":2,\"\u{E9}\":1}}\n".utf8))
+        let pretty = try inspect("show", both)
+        #expect(Array(pretty.out.utf8) == Array("{\n  \"e\u{301}\" : 2,\n  \"\u{E9}\" : 1\n}\n".utf8))
+        let member = try inspect("show", both, "--pointer", "/e\u{301}")
+        #expect(member.out == "2\n")
+    }
+
     @Test("bad files: exit status 1 and one line naming the file and the byte")
     func badFiles() throws {
         let folder = temporaryFolder()

@@ -12,17 +12,20 @@
 ///
 /// A registered identifier's payload (the action's encoded properties) is decoded into the
 /// registered type; any other identifier becomes a ``JSONAction`` carrying the payload.
+/// Identifiers are matched code point by code point, as JSON compares strings: a type
+/// registered for `"caf\u{E9}"` does not decode an action named `"cafe\u{301}"`, which Swift's
+/// `String` calls equal.
 public struct ActionTypes: Sendable {
     /// Decodes an action from its payload as a json-c tree (borrowed; NULL: no payload).
     package typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
 
-    private var decoders: [String: Decode] = [:]
+    private var decoders: [JSONKey: Decode] = [:]
 
     public init() {}
 
     /// Decodes payloads of actions named `identifier` into `type`.
     public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
-        decoders[identifier] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
+        decoders[JSONKey(identifier)] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
     }
 
     /// Whether no type is registered.
@@ -30,11 +33,11 @@ public struct ActionTypes: Sendable {
 
     /// The decoder registered for `identifier`.
     package func decoder(for identifier: String) -> Decode? {
-        decoders.isEmpty ? nil : decoders[identifier]
+        decoders.isEmpty ? nil : decoders[JSONKey(identifier)]
     }
 
     /// Whether a type is registered for `identifier`.
     public func isRegistered(_ identifier: String) -> Bool {
-        decoders[identifier] != nil
+        decoders[JSONKey(identifier)] != nil
     }
 }

@@ -55,7 +55,7 @@ package enum Inspector {
             walked += "/" + JSONPointerPath.escape(token)
             switch node {
             case .object(let members):
-                guard let member = members[token] else {
+                guard let member = members[JSONKey(token)] else {
                     throw StoreError(.invalidArgument, "pointer \"\(pointer)\": no member \"\(token)\" at \"\(walked)\"")
                 }
                 node = member
@@ -111,7 +111,9 @@ package enum Inspector {
     ) throws(StoreError) -> JournalSummary {
         var summary = JournalSummary()
         summary.files = JournalReader.files(of: path)
-        var counts: [String: Int] = [:]
+        // By code points: identifiers that are equal Swift strings with other code points are
+        // other actions.
+        var counts: [JSONKey: Int] = [:]
         var lastBatch: UInt64?
         try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
             summary.entries += 1
@@ -121,7 +123,7 @@ package enum Inspector {
             }
             summary.lastVersion = line.version
             summary.lastTime = line.time
-            counts[line.identifier, default: 0] += 1
+            counts[JSONKey(line.identifier), default: 0] += 1
             if let batch = line.batch {
                 summary.entriesInBatches += 1
                 if batch != lastBatch { summary.batches += 1 }
@@ -132,8 +134,8 @@ package enum Inspector {
             if summary.entries % progressEvery == 0 { progress(summary.entries) }
             return true
         }
-        summary.identifiers = counts.map { JournalSummary.IdentifierCount(identifier: $0.key, count: $0.value) }
-            .sorted { $0.count != $1.count ? $0.count > $1.count : $0.identifier < $1.identifier }
+        summary.identifiers = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            .map { JournalSummary.IdentifierCount(identifier: $0.key.string, count: $0.value) }
         if let first = summary.firstTime.flatMap(seconds(of:)), let last = summary.lastTime.flatMap(seconds(of:)) {
             summary.seconds = last - first
         }

@@ -108,6 +108,13 @@ public enum JSONPatch {
 
         /// The value an `add` or `replace` puts (every such operation has one).
         fileprivate var newValue: JSONValue { value ?? .null }
+
+        /// Equal when the kinds, the paths and the values are: the paths code point by code
+        /// point (`"/\u{E9}"` and `"/e\u{301}"` name different members), the values as
+        /// ``JSONValue``'s `==` compares them.
+        public static func == (lhs: Operation, rhs: Operation) -> Bool {
+            lhs.op == rhs.op && JSONKey.sameCodePoints(lhs.path, rhs.path) && lhs.value == rhs.value
+        }
     }
 
     // MARK: - Diff
@@ -116,14 +123,16 @@ public enum JSONPatch {
     ///
     /// - Objects are compared by key: first a `remove` for each key only `from` has, then the
     ///   changes inside members both have, then an `add` for each key only `to` has; each group
-    ///   in sorted key order, so the same two values always give the same patch.
+    ///   in code point order of the keys (``JSONKey``'s `<`), so the same two values always give
+    ///   the same patch. Keys are compared code point by code point: `"\u{E9}"` (é) and
+    ///   `"e\u{301}"` are two keys.
     /// - Arrays are compared by index: elements both have are compared one by one (and only the
     ///   unequal ones are looked into); the elements only `to` has are added at their indices, in
     ///   increasing order; the elements only `from` has are removed from the end backwards, so
     ///   each index is valid when its operation runs.
     /// - Values of different kinds, or unequal scalars, give one `replace` (at `""` when the
     ///   whole documents differ so). Equality is ``JSONValue``'s `==`: `.int(1)` and
-    ///   `.double(1.0)` differ.
+    ///   `.double(1.0)` differ, and so do strings with different code points.
     ///
     /// So one changed field of one element of a large array is one operation:
     /// `{"op":"replace","path":"/todos/12345/done","value":true}`.
@@ -145,8 +154,8 @@ public enum JSONPatch {
     ) {
         switch (source, target) {
         case (.object(let before), .object(let after)):
-            var removed: [String] = []
-            var changed: [(key: String, before: JSONValue, after: JSONValue)] = []
+            var removed: [JSONKey] = []
+            var changed: [(key: JSONKey, before: JSONValue, after: JSONValue)] = []
             for (key, old) in before {
                 if let new = after[key] {
                     if old != new { changed.append((key, old, new)) }
@@ -155,21 +164,21 @@ public enum JSONPatch {
                 }
             }
             for key in removed.sorted() {
-                operations.append(.remove(path: path + "/" + JSONPointerPath.escape(key)))
+                operations.append(.remove(path: path + "/" + JSONPointerPath.escape(key.string)))
             }
             changed.sort { $0.key < $1.key }
             for change in changed {
                 diff(
-                    change.before, change.after, path: path + "/" + JSONPointerPath.escape(change.key),
+                    change.before, change.after, path: path + "/" + JSONPointerPath.escape(change.key.string),
                     into: &operations)
             }
             // Keys `after` has beyond those it shares with `before`.
             if after.count > before.count - removed.count {
-                var added: [(key: String, value: JSONValue)] = []
+                var added: [(key: JSONKey, value: JSONValue)] = []
                 for (key, new) in after where before[key] == nil { added.append((key, new)) }
                 added.sort { $0.key < $1.key }
                 for (key, new) in added {
-                    operations.append(.add(path: path + "/" + JSONPointerPath.escape(key), value: new))
+                    operations.append(.add(path: path + "/" + JSONPointerPath.escape(key.string), value: new))
                 }
             }
         case (.array(let before), .array(let after)):
@@ -248,11 +257,12 @@ public enum JSONPatch {
             // else shares it) and changes in place; it is put back on every way out.
             node = .null
             defer { node = .object(members) }
+            let key = JSONKey(token)
             if isLast, operation.op == .add {
-                members[token] = operation.newValue
+                members[key] = operation.newValue
                 return
             }
-            guard let position = members.index(forKey: token) else {
+            guard let position = members.index(forKey: key) else {
                 throw StoreError(
                     .decode,
                     "no such member: \(describe(tokens, depth, "the object")) has no key "

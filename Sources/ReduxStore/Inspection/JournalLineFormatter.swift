@@ -254,7 +254,7 @@ struct JournalLineFormatter: ~Copyable {
             for (key, member) in members {
                 if !first { append(",") }
                 first = false
-                appendString(key)
+                appendString(key.string)
                 append(":")
                 guard appendValue(member) else {
                     failedTokens.append(key)
@@ -323,12 +323,13 @@ struct JournalLineFormatter: ~Copyable {
     }
 
     /// The last identifier printed and its quoted text: an action type's identifier is most
-    /// often the same string each time, which compares equal at once.
+    /// often the same string each time, which compares equal at once. Compared code point by
+    /// code point: `"cafe\u{301}"` after `"caf\u{E9}"` (one Swift string) is printed as it is.
     private var lastIdentifier = ""
     private var lastIdentifierText = ByteBuffer(capacity: 64)
 
     private mutating func appendIdentifier(_ identifier: String) {
-        if identifier != lastIdentifier {
+        if !JSONKey.sameCodePoints(identifier, lastIdentifier) {
             let start = bytes.count
             appendString(identifier)
             lastIdentifier = identifier

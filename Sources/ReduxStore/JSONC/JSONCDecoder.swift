@@ -87,9 +87,11 @@ public struct JSONCDecoder: Sendable {
         let decoder = JSONCDecoderImpl(state: state, codingPath: [], current: object)
         defer { state.finish() }
         do {
-            return try decoder.decodeHere(T.self)
+            let value = try decoder.decodeHere(T.self)
+            if let failure = state.failure { throw failure }
+            return value
         } catch {
-            throw StoreError(coding: error)
+            throw StoreError(coding: state.failure ?? error)
         }
     }
 
@@ -116,9 +118,17 @@ final class DecodingState {
     /// Decoders handed out by `superDecoder()`; containers refer to them without retaining.
     private var kept: [JSONCDecoderImpl] = []
 
+    /// A failure found where the Codable API gives no way to throw (a key that is not UTF-8,
+    /// met by `allKeys`): the decode fails with it, whatever the value made of the keys.
+    var failure: (any Error)?
+
     init(options: JSONCDecoder) { self.options = options }
 
     func keep(_ decoder: JSONCDecoderImpl) { kept.append(decoder) }
+
+    func record(_ error: any Error) {
+        if failure == nil { failure = error }
+    }
 
     /// Lets go of the super decoders (breaking their reference back to this state).
     func finish() { kept.removeAll() }
@@ -319,17 +329,24 @@ struct JSONCKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoc
         decoder.state.options.nonConformingFloatDecodingStrategy
     }
 
+    /// The keys, in the object's order. A key that is not valid UTF-8 (possible in trees built
+    /// by C code) is left out and fails the decode, as such a string does: repaired, two such
+    /// keys could become one, or name a member the object does not have.
     var allKeys: [Key] {
         var keys: [Key] = []
         keys.reserveCapacity(Int(json_object_object_length(object)))
         var iterator = json_object_iter_begin(object)
         var end = json_object_iter_end(object)
         while json_object_iter_equal(&iterator, &end) == 0 {
-            if let name = json_object_iter_peek_name(&iterator),
-               let key = Key(stringValue: String(cString: name)) {
-                keys.append(key)
+            defer { json_object_iter_next(&iterator) }
+            guard let name = json_object_iter_peek_name(&iterator) else { continue }
+            guard let text = String(validatingCString: name) else {
+                decoder.state.record(DecodingError.dataCorrupted(.init(
+                    codingPath: codingPath + [AnyCodingKey(stringValue: String(cString: name))],
+                    debugDescription: "key is not valid UTF-8")))
+                continue
             }
-            json_object_iter_next(&iterator)
+            if let key = Key(stringValue: text) { keys.append(key) }
         }
         return keys
     }

@@ -445,7 +445,10 @@ struct JSONCKeyedEncodingContainer<Key: CodingKey>: KeyedEncodingContainerProtoc
             json_object_put(node)
             throw impl.takeUnretainedValue().state.failure ?? StoreError(.outOfMemory, "no container")
         }
-        try JSONC.add(node, to: object, key: state.spelling(of: key.stringValue, in: object)) { keyPath(key) }
+        // A JSON value's own keys are distinct code point by code point, as json-c keeps them.
+        let name = Key.self == JSONValue.MemberKey.self
+            ? key.stringValue : state.spelling(of: key.stringValue, in: object)
+        try JSONC.add(node, to: object, key: name) { keyPath(key) }
     }
 
     private var state: EncodingState { impl.takeUnretainedValue().state }

@@ -17,6 +17,10 @@
 // with different bytes can be equal (a Kelvin sign and a `K`), so a hash of bytes cannot prove
 // them different. Objects past `largeObject` keys (dictionaries, mostly) keep a `Set<String>`
 // of their keys instead, so writing n keys stays O(n), never O(n²).
+//
+// A `JSONValue`'s object is the exception: its keys are compared code point by code point
+// (`exact`), since JSON keeps "é" and "e\u{301}" apart where Swift calls them equal. Its keys are
+// distinct so already; asking still finds a key written twice by code that mixes its own keys in.
 
 /// Which keys each object of the tape being encoded already holds.
 final class ObjectKeys {
@@ -51,13 +55,15 @@ final class ObjectKeys {
 
     /// The entry of `object` keyed `name` (and the entry before it in the object's chain, 0 if it
     /// is the first), or nil when `object` does not have that key yet. Either way, `name` is
-    /// recorded as a key of `object`: the caller appends or keeps an entry under it.
+    /// recorded as a key of `object`: the caller appends or keeps an entry under it. `exact`
+    /// compares keys code point by code point (a ``JSONValue``'s members) instead of as Swift
+    /// strings.
     @inline(__always)
     func existing(
-        _ name: String, in object: UInt32, _ tape: UnsafeMutablePointer<TapeBuffer>
+        _ name: String, in object: UInt32, _ tape: UnsafeMutablePointer<TapeBuffer>, exact: Bool = false
     ) -> (previous: UInt32, entry: UInt32)? {
         let count = tape.pointee.slots[Int(object)].count
-        if count >= Self.largeObject { return existingInLarge(name, object, tape) }
+        if count >= Self.largeObject { return existingInLarge(name, object, tape, exact: exact) }
         let e = table + Int(object & UInt32(Self.tableSize - 1))
         let hash = Self.hash(name)
         if count == 0 {
@@ -75,21 +81,22 @@ final class ObjectKeys {
         } else {
             e.pointee.exact = true
         }
-        return tape.pointee.entry(of: object, named: name)
+        return tape.pointee.entry(of: object, named: name, exact: exact)
     }
 
     /// For an object of `largeObject` keys or more: its set of keys, made on first use.
     @inline(never)
     private func existingInLarge(
-        _ name: String, _ object: UInt32, _ tape: UnsafeMutablePointer<TapeBuffer>
+        _ name: String, _ object: UInt32, _ tape: UnsafeMutablePointer<TapeBuffer>, exact: Bool
     ) -> (previous: UInt32, entry: UInt32)? {
         if large[object] == nil {
             var keys = Set<String>(minimumCapacity: Self.largeObject * 2)
             tape.pointee.forEachKey(of: object) { keys.insert($0) }
             large[object] = keys
         }
+        // A key the set holds may be another key's look-alike: `entry` compares as asked.
         if large[object, default: []].insert(name).inserted { return nil }
-        return tape.pointee.entry(of: object, named: name)
+        return tape.pointee.entry(of: object, named: name, exact: exact)
     }
 
     /// Remakes the table entry of an object whose entry another object took meanwhile.
@@ -122,13 +129,17 @@ final class ObjectKeys {
 }
 
 extension TapeBuffer {
-    /// The entry of `object` whose key equals `name` (Swift string equality), with the entry
-    /// before it (0 for the first), or nil. O(number of entries).
-    func entry(of object: UInt32, named name: String) -> (previous: UInt32, entry: UInt32)? {
+    /// The entry of `object` whose key equals `name` (Swift string equality, or with `exact`
+    /// the same code points), with the entry before it (0 for the first), or nil. O(number of
+    /// entries).
+    func entry(
+        of object: UInt32, named name: String, exact: Bool = false
+    ) -> (previous: UInt32, entry: UInt32)? {
         var previous: UInt32 = 0
         var entry = slots[Int(object)].first
         while entry != 0 {
-            if strings[Int(slots[Int(entry)].key)] == name { return (previous, entry) }
+            let key = strings[Int(slots[Int(entry)].key)]
+            if exact ? JSONKey.sameCodePoints(key, name) : key == name { return (previous, entry) }
             previous = entry
             entry = slots[Int(entry)].next
         }

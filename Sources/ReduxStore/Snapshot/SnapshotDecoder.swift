@@ -131,11 +131,11 @@ struct DecodeSession {
             }
             return .array(elements)
         default:  // an object, or a value that encoded nothing (read as `{}`)
-            var members: [String: JSONValue] = [:]
+            var members: [JSONKey: JSONValue] = [:]
             if slot.tag == .object { members.reserveCapacity(slot.count) }
             var child = slot.tag == .object ? slot.first : 0
             while child != 0 {
-                members[strings[Int(slots[Int(child)].key)]] = jsonValue(at: child)
+                members[JSONKey(strings[Int(slots[Int(child)].key)])] = jsonValue(at: child)
                 child = slots[Int(child)].next
             }
             return .object(members)
@@ -283,6 +283,11 @@ struct DecodeSession {
 
     /// The child of the object `container` whose key is `name`, or 0. O(1) when keys are asked
     /// in encoding order (the cursor of this depth points at the next entry), else a scan.
+    ///
+    /// Keys compare as Swift strings (as Foundation's decoder looks them up), except that a key
+    /// of the same code points wins over a look-alike: an object (a ``JSONValue``'s) may hold
+    /// `"\u{E9}"` and `"e\u{301}"` side by side, and each is read under its own name, as the
+    /// json-c decoder reads them.
     @inline(__always)
     func child(of container: UInt32, named name: String) -> UInt32 {
         let slot = slots[Int(container)]
@@ -292,7 +297,7 @@ struct DecodeSession {
             let candidate = hint.pointee.next
             if candidate != 0 && strings[Int(slots[Int(candidate)].key)] == name {
                 hint.pointee.next = slots[Int(candidate)].next
-                return candidate
+                return preferExact(candidate, in: container, named: name)
             }
         }
         guard slot.tag == .object else { return 0 }
@@ -300,8 +305,30 @@ struct DecodeSession {
         while entry != 0 {
             if strings[Int(slots[Int(entry)].key)] == name {
                 hint.pointee = KeyHint(container: container, next: slots[Int(entry)].next)
-                return entry
+                return preferExact(entry, in: container, named: name)
             }
+            entry = slots[Int(entry)].next
+        }
+        return 0
+    }
+
+    /// `entry`, whose key equals `name` as a Swift string, unless it has other code points and
+    /// the object has a key of the same code points: then that key's entry.
+    @inline(__always)
+    private func preferExact(_ entry: UInt32, in container: UInt32, named name: String) -> UInt32 {
+        if JSONKey.sameCodePoints(strings[Int(slots[Int(entry)].key)], name) { return entry }
+        let exact = exactChild(of: container, named: name)
+        return exact != 0 ? exact : entry
+    }
+
+    /// The child of `container` whose key has the same code points as `name`, or 0: how a
+    /// ``JSONValue``'s member keys are looked up (an object may hold look-alikes side by side).
+    func exactChild(of container: UInt32, named name: String) -> UInt32 {
+        let slot = slots[Int(container)]
+        guard slot.tag == .object else { return 0 }
+        var entry = slot.first
+        while entry != 0 {
+            if JSONKey.sameCodePoints(strings[Int(slots[Int(entry)].key)], name) { return entry }
             entry = slots[Int(entry)].next
         }
         return 0
@@ -312,7 +339,7 @@ struct DecodeSession {
         guard slot.tag == .object else { return 0 }
         var entry = slot.first
         while entry != 0 {
-            if strings[Int(slots[Int(entry)].key)] == name { return entry }
+            if strings[Int(slots[Int(entry)].key)] == name { return preferExact(entry, in: container, named: name) }
             entry = slots[Int(entry)].next
         }
         return 0
@@ -510,12 +537,22 @@ struct TapeKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func contains(_ key: Key) -> Bool {
-        session.pointee.child(of: node, named: key.stringValue) != 0
+        lookUp(key) != 0
+    }
+
+    /// The child for `key`, or 0. A ``JSONValue``'s member keys are matched code point by code
+    /// point, other keys as Swift strings.
+    @inline(__always)
+    func lookUp(_ key: Key) -> UInt32 {
+        if Key.self == JSONValue.MemberKey.self {
+            return session.pointee.exactChild(of: node, named: key.stringValue)
+        }
+        return session.pointee.child(of: node, named: key.stringValue)
     }
 
     @inline(__always)
     func child(_ key: Key) throws -> UInt32 {
-        let child = session.pointee.child(of: node, named: key.stringValue)
+        let child = lookUp(key)
         if child == 0 { throw session.pointee.keyNotFound(key, in: node) }
         return child
     }
@@ -523,7 +560,7 @@ struct TapeKeyedDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// The child for `key` unless it is missing or null.
     @inline(__always)
     func present(_ key: Key) -> UInt32? {
-        let child = session.pointee.child(of: node, named: key.stringValue)
+        let child = lookUp(key)
         if child == 0 || session.pointee.isNull(child) { return nil }
         return child
     }

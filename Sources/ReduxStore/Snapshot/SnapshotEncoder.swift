@@ -335,24 +335,36 @@ struct TapeKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
 
     /// The entry `name` already has in this object (see `ObjectKeys`), or nil; records `name`.
+    /// A ``JSONValue``'s member keys are compared code point by code point (its object holds
+    /// keys that are equal Swift strings side by side); other keys as Swift strings.
     @inline(__always)
     func existing(_ name: String) -> (previous: UInt32, entry: UInt32)? {
         let node = self.node
         let buffer = self.buffer
+        let exact = Key.self == JSONValue.MemberKey.self
         if let keys = buffer.pointee.keys {
-            return keys._withUnsafeGuaranteedRef { $0.existing(name, in: node, buffer) }
+            return keys._withUnsafeGuaranteedRef { $0.existing(name, in: node, buffer, exact: exact) }
         }
-        return buffer.pointee.entry(of: node, named: name)
+        return buffer.pointee.entry(of: node, named: name, exact: exact)
     }
 
     /// Appends an entry keyed `name`, replacing the one the object had under it: the last
-    /// value written for a key wins.
+    /// value written for a key wins, under the key's first spelling (as Foundation keeps it
+    /// when a key equal as a Swift string but of other code points is written again).
     @inline(__always)
     func replace(_ name: String, _ tag: TapeTag, _ payload: UInt64) -> UInt32 {
         if let (previous, entry) = existing(name) {
-            buffer.pointee.unlink(entry, previous: previous, from: node)
+            return replace(entry, previous: previous, tag, payload)
         }
         let k = buffer.pointee.appendString(name)
+        return buffer.pointee.appendChild(of: node, key: k, tag: tag, payload: payload)
+    }
+
+    /// Unlinks `entry` and appends a new one under the same key.
+    @inline(never)
+    func replace(_ entry: UInt32, previous: UInt32, _ tag: TapeTag, _ payload: UInt64) -> UInt32 {
+        let k = buffer.pointee.slots[Int(entry)].key
+        buffer.pointee.unlink(entry, previous: previous, from: node)
         return buffer.pointee.appendChild(of: node, key: k, tag: tag, payload: payload)
     }
 
@@ -360,11 +372,14 @@ struct TapeKeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     /// container of that kind (so both are merged, as Foundation merges them), else a new one
     /// that replaces whatever was there.
     func nested(_ name: String, _ tag: TapeTag) -> UInt32 {
+        let k: UInt32
         if let (previous, entry) = existing(name) {
             if buffer.pointee.slots[Int(entry)].tag == tag { return entry }
+            k = buffer.pointee.slots[Int(entry)].key  // the first spelling, as in `replace`
             buffer.pointee.unlink(entry, previous: previous, from: node)
+        } else {
+            k = buffer.pointee.appendString(name)
         }
-        let k = buffer.pointee.appendString(name)
         return TapeWriter(buffer: buffer).appendContainer(of: node, key: k, tag)
     }
 

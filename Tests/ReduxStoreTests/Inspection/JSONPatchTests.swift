@@ -296,16 +296,34 @@ struct JSONPatchTests {
         #expect(operationCount > 3_000)
     }
 
+    /// Whether an object in `value` has two keys that are one Swift string (of other code points).
+    static func hasLookAlikeKeys(_ value: JSONValue) -> Bool {
+        switch value {
+        case .array(let elements): elements.contains(where: hasLookAlikeKeys)
+        case .object(let members):
+            Set(members.keys.map(\.string)).count != members.count || members.values.contains(where: hasLookAlikeKeys)
+        default: false
+        }
+    }
+
     @Test("3,000 random patches round-trip through JSON text (json-c and Foundation)")
     func randomPatchesAsText() throws {
         var random = RandomJSON(seed: 0xC0DE_7E47, integralDoubles: false)
         var checked = 0
+        var lookAlikes = 0
         for pair in 0..<3_000 {
             let a = random.value(depth: 3)
             let operations = JSONPatch.diff(from: a, to: random.changed(a, depth: 3))
             let text = try JSONCEncoder().encodeToJSONString(operations)
             let back = try JSONCDecoder().decode([JSONPatch.Operation].self, fromJSONString: text)
             #expect(back == operations, "pair \(pair): \(text)")
+            // Foundation's coders merge keys that are equal Swift strings ("\u{E9}" and "e\u{301}"):
+            // only patches without such a pair of keys can round-trip through them.
+            if operations.contains(where: { $0.value.map(Self.hasLookAlikeKeys) ?? false }) {
+                lookAlikes += 1
+                if back != operations { return }
+                continue
+            }
             let foundation = try JSONDecoder().decode(
                 [JSONPatch.Operation].self, from: try JSONEncoder().encode(operations))
             #expect(foundation == operations, "pair \(pair) through Foundation")
@@ -313,6 +331,7 @@ struct JSONPatchTests {
             checked += operations.count
         }
         #expect(checked > 3_000)
+        #expect(lookAlikes > 10)
     }
 
     // MARK: The Inspection article's example (Inspection.md, "What changed")
@@ -368,8 +387,13 @@ private struct RandomJSON {
     mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
     mutating func chance(_ numerator: Int, in denominator: Int) -> Bool { below(denominator) < numerator }
 
-    /// Keys with `/` and `~` in them, escapes that look like escapes, the empty key, non-ASCII.
-    static let keys = ["a", "b", "c", "id", "/", "~", "a/b", "m~n", "~1", "~0/", "", "é", "x y", "-", "0", "~\u{301}"]
+    /// Keys with `/` and `~` in them, escapes that look like escapes, the empty key, non-ASCII,
+    /// and keys Swift calls equal to another key of the list ("e\u{301}" and "\u{E9}", the
+    /// Kelvin sign and "K"): JSON keeps them apart.
+    static let keys = [
+        "a", "b", "c", "id", "/", "~", "a/b", "m~n", "~1", "~0/", "", "\u{E9}", "x y", "-", "0", "~\u{301}",
+        "e\u{301}", "K", "\u{212A}",
+    ]
 
     mutating func key() -> String { Self.keys[below(Self.keys.count)] }
 
@@ -383,7 +407,7 @@ private struct RandomJSON {
         case 5:
             if integralDoubles, chance(1, in: 2) { return .double(Double(below(3))) }  // 1.0 vs 1
             return .double(Double(below(1000)) / 8 + 0.0625)  // never integral
-        case 6: return .string(["", "x", "/", "~", "é", "a b"][below(6)])
+        case 6: return .string(["", "x", "/", "~", "\u{E9}", "a b", "e\u{301}"][below(7)])
         default: return .string("s\(below(100))")
         }
     }
@@ -393,7 +417,7 @@ private struct RandomJSON {
         if chance(1, in: 2) {
             return .array((0..<below(6)).map { _ in value(depth: depth - 1) })
         }
-        var members: [String: JSONValue] = [:]
+        var members: [JSONKey: JSONValue] = [:]
         for _ in 0..<below(6) { members[key()] = value(depth: depth - 1) }
         return .object(members)
     }

@@ -50,4 +50,17 @@ struct ReadmeInspectionTests {
         #expect(store.version == 3)
         #expect(operations.all == ["add /todos/0", "add /todos/1", "remove /todos/1", "remove /todos/0"])
     }
+
+    /// The block of the DocC article "JSON" (JSON.md), "JSON strings are code points".
+    @Test("JSON strings are code points: two keys, and a replace")
+    func codePoints() throws {
+        let both: JSONValue = .object([JSONKey("\u{E9}"): 1, JSONKey("e\u{301}"): 2])  // two members
+        let patch = JSONPatch.diff(from: ["name": "\u{E9}"], to: ["name": "e\u{301}"])
+        // [{"op":"replace","path":"/name","value":"e\u{301}"}]
+        guard case .object(let members) = both else { throw StoreError(.decode, "not an object") }
+        #expect(members.count == 2)
+        #expect(patch == [.replace(path: "/name", value: .string("e\u{301}"))])
+        #expect(try JSONCEncoder().encodeToJSONString(patch).utf8.elementsEqual(
+            #"[{"op":"replace","path":"/name","value":"e\#u{301}"}]"#.utf8))
+    }
 }
