@@ -257,7 +257,7 @@ struct JournalLineFormatter: ~Copyable {
                 appendString(key.string)
                 append(":")
                 guard appendValue(member) else {
-                    failedTokens.append(key)
+                    failedTokens.append(key.string)
                     return false
                 }
             }
