@@ -235,7 +235,9 @@ extension JSONValue: Codable {
             self = .int(int)
         } else if let uint = try? value.decode(UInt64.self) {
             self = .uint(uint)
-        } else if let double = try? value.decode(Double.self) {
+        } else if let double = try Self.attempt({ try value.decode(Double.self) }) {
+            // A number that is not a Double (NaN where JSON is required, say) is the answer,
+            // not "not a number": decoding it as a string would only say "expected String".
             self = .double(double)
         } else {
             self = .string(try value.decode(String.self))
