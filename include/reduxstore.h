@@ -283,7 +283,8 @@ RDX_API const char *rdx_status_string(rdx_status status);
 /*
  * What this thread's last failed call went wrong with, in words, naming the argument or coding
  * path ("payload.items[3].title: expected String, found number"). "" before any failure, never
- * NULL. Valid until this thread's next rdx_ call.
+ * NULL. Valid until this thread's next rdx_ call. Control characters in it (U+0000 to U+001F and
+ * U+007F, in quoted keys, paths or values) are written as \u00XX: a NUL does not end it early.
  */
 RDX_API const char *rdx_last_error(void);
 
@@ -365,7 +366,8 @@ RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *a
  * delivery does not call. Removed with rdx_store_remove_observer(). On a Swift store handed to C,
  * each comparison encodes the state to a json-c tree first.
  * Returns a token, never 0, or 0 on failure: RDX_EINVAL's words for a NULL store, pointer or
- * observer, or a pointer that is neither "" nor starts with '/'.
+ * observer, or a pointer that is not a JSON Pointer: neither "" nor starting with '/', or with a
+ * '~' not followed by '0' or '1' ("/~2", "/a~").
  */
 RDX_API uint64_t rdx_store_observe_pointer(rdx_store *store, const char *pointer,
                                            rdx_observer_fn observer, void *context);
@@ -379,7 +381,8 @@ RDX_API uint64_t rdx_store_observe_pointer_full(rdx_store *store, const char *po
  * Returns a NEW deep copy of the value at the JSON Pointer `pointer` in the state (release it
  * with json_object_put()), or NULL: when the value is JSON null or absent (rdx_last_error() is
  * then "" for null, and names the pointer for absent), or on failure as
- * rdx_store_current_state(), or for a NULL or malformed pointer.
+ * rdx_store_current_state(), or for a NULL or malformed pointer (RDX_EINVAL's words, as
+ * rdx_store_observe_pointer()).
  */
 RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *pointer);
 

@@ -5,7 +5,8 @@ import ReduxStore
 import Glibc
 #endif
 
-/// A JSON Pointer C handed in (RFC 6901), checked and copied: `""` or text starting with `/`.
+/// A JSON Pointer C handed in (RFC 6901), checked and copied: `""` or text starting with `/`,
+/// each `~` followed by `0` or `1`.
 final class JSONPointerText: @unchecked Sendable {
     // @unchecked: immutable C string this object owns.
     let text: UnsafeMutablePointer<CChar>
@@ -22,6 +23,7 @@ final class JSONPointerText: @unchecked Sendable {
                 "pointer \"\(String(cString: pointer))\" is not a JSON Pointer: it must be \"\" "
                     + "(the whole state) or start with \"/\"")
         }
+        try Self.checkEscapes(pointer, length: length)
         guard let copy = strdup(pointer) else {
             throw StoreError(.outOfMemory, "out of memory copying the pointer")
         }
@@ -29,6 +31,31 @@ final class JSONPointerText: @unchecked Sendable {
     }
 
     deinit { free(text) }
+
+    /// Refuses a `~` that is not followed by `0` or `1` (json-c would look such a pointer up as
+    /// it is, and it would never name what its writer meant).
+    private static func checkEscapes(_ pointer: UnsafePointer<CChar>, length: Int)
+        throws(StoreError)
+    {
+        var index = 0
+        while let found = memchr(pointer + index, 0x7E /* "~" */, length - index) {
+            index = UnsafeRawPointer(pointer).distance(to: UnsafeRawPointer(found)) + 1
+            let problem: String
+            if index == length {
+                problem = "it ends in \"~\""
+            } else if pointer[index] == 0x30 || pointer[index] == 0x31 {  // "0", "1"
+                continue
+            } else {
+                // "~" and the character after it, whole.
+                let escape = String(cString: pointer + index - 1).prefix(2)
+                problem = "\"\(escape)\" is not an escape"
+            }
+            throw StoreError(
+                .invalidArgument,
+                "pointer \"\(String(cString: pointer))\" is not a JSON Pointer: \(problem) "
+                    + "(\"~0\" is \"~\" and \"~1\" is \"/\")")
+        }
+    }
 }
 
 /// The value at a JSON Pointer of a store's state, as `rdx_store_observe_pointer` selects it: a
