@@ -9,7 +9,12 @@ extension Store {
     /// current round, before the outermost `dispatchAction` returns.
     ///
     /// A store with middleware first hands the action to its middleware (see
-    /// ``init(reducers:state:middleware:)``); only what the chain passes on is applied.
+    /// ``init(reducers:state:middleware:)``); only what the chain passes on is applied. A
+    /// dispatch from inside a middleware runs inside the outer one: at most
+    /// ``StoreLimits/maximumMiddlewareDepth`` (64) of them on one thread, of any store. One more
+    /// is a programming error, a middleware that dispatches without end, and traps with a
+    /// message that says so (before the thread's stack would overflow); C's dispatch returns
+    /// `RDX_ELIMIT` instead.
     ///
     /// Cost: one lock, the reducers, and one call per synchronous observer. No copy of the state;
     /// no heap allocation for a value-type action of up to three words when no observer has a
@@ -35,11 +40,70 @@ extension Store {
             return
         }
         if let middleware {
-            // What reaches the reducers may be another action: asked whether it notifies.
-            middleware.run(self, action) { self.reduceAndNotify($0, on: me, notifies: nil) }
+            dispatchThroughMiddleware(action, middleware, on: me)
             return
         }
         reduceAndNotify(action, on: me, notifies: notifies)
+    }
+
+    /// ``dispatch(erased:notifies:)`` in a store with middleware, outside its reducers: the action
+    /// passes the chain, then so does each action the reducers dispatched meanwhile.
+    @inline(never)
+    private func dispatchThroughMiddleware(_ action: any Action, _ middleware: MiddlewareChain, on me: UInt) {
+        throughMiddleware(middleware, on: me) {
+            // What reaches the reducers may be another action: asked whether it notifies.
+            middleware.run(self, action) { self.reduceAndNotify($0, on: me, notifies: nil) }
+        }
+    }
+
+    /// Runs `body`, which passes actions through `middleware`, as one more level of dispatches
+    /// through middleware on this thread (at most ``StoreLimits/maximumMiddlewareDepth``: past it,
+    /// a trap), with a drain that collects the actions this store's reducers dispatch meanwhile;
+    /// then passes those through the chain one after the other, in the order they were dispatched,
+    /// until none is left. A loop here, not a dispatch inside the one that applied the action: a
+    /// reducer that keeps dispatching grows neither the stack nor the depth.
+    private func throughMiddleware(_ middleware: MiddlewareChain, on me: UInt, _ body: () -> Void) {
+        let context = ThreadContext.current(contextKey)
+        guard context.pointee.middlewareDepth < StoreLimits.maximumMiddlewareDepth else {
+            preconditionFailure("ReduxStore: \(Self.middlewareDepthMessage)")
+        }
+        context.pointee.middlewareDepth += 1
+        var drain = MiddlewareDrain(store: ObjectIdentifier(self), outer: context.pointee.innermostDrain)
+        withUnsafeMutablePointer(to: &drain) { drain in
+            context.pointee.innermostDrain = drain
+            body()
+            var next = 0
+            while next < drain.pointee.actions.count {
+                let action = drain.pointee.actions[next]
+                next += 1
+                if let batch = action as? ActionBatch {
+                    applyBatchThroughChain(batch.actions, middleware)
+                } else {
+                    middleware.run(self, action) { self.reduceAndNotify($0, on: me, notifies: nil) }
+                }
+            }
+            context.pointee.innermostDrain = drain.pointee.outer
+        }
+        context.pointee.middlewareDepth -= 1
+    }
+
+    /// Refuses a dispatch that would go past ``StoreLimits/maximumMiddlewareDepth`` on this thread,
+    /// as ``StoreError/Kind/limit``, for callers that report errors (the C face) instead of the
+    /// trap of ``dispatchAction(_:)``. Nothing to refuse in a store without middleware, or from
+    /// inside its reducers (the action is queued there, not dispatched through the chain).
+    package func checkMiddlewareDepth() throws(StoreError) {
+        guard middleware != nil, applyingThread.load(ordering: .relaxed) != currentThreadID(),
+              ThreadContext.current(contextKey).pointee.middlewareDepth
+                >= StoreLimits.maximumMiddlewareDepth
+        else { return }
+        throw StoreError(.limit, Self.middlewareDepthMessage)
+    }
+
+    private static var middlewareDepthMessage: String {
+        "dispatch refused: it would run \(StoreLimits.maximumMiddlewareDepth + 1) dispatches inside "
+            + "one another's middleware on this thread, past the limit of "
+            + "\(StoreLimits.maximumMiddlewareDepth) (a middleware that dispatches again without "
+            + "end?); the action was not applied"
     }
 
     /// Applies one action that passed the middleware (if any) and notifies the observers. The
@@ -113,7 +177,8 @@ extension Store {
     ///
     /// Actions the reducers dispatch meanwhile are applied right after the batch, each as its
     /// own action. From inside a reducer the batch is queued whole, like a single action, and
-    /// applied right after the current action.
+    /// applied right after the current action. From inside a middleware it counts as one level
+    /// against ``StoreLimits/maximumMiddlewareDepth``, as ``dispatchAction(_:)`` does.
     public func dispatchActions(_ actions: [any Action]) {
         if applyingThread.load(ordering: .relaxed) == currentThreadID() {
             core.valuePointer.pointee.nested.append(ActionBatch(actions: actions))
@@ -124,14 +189,24 @@ extension Store {
 
     /// ``dispatchActions(_:)`` outside this store's reducers.
     private func applyBatch(_ actions: [any Action]) {
-        var passed = actions
-        if let middleware {
-            passed = []
-            passed.reserveCapacity(actions.count)
-            for action in actions {
-                middleware.run(self, action) { passed.append($0) }
-            }
+        guard let middleware else { return applyPassed(actions) }
+        throughMiddleware(middleware, on: currentThreadID()) {
+            applyBatchThroughChain(actions, middleware)
         }
+    }
+
+    /// Passes each of `actions` through the chain, then applies what passed as one batch.
+    private func applyBatchThroughChain(_ actions: [any Action], _ middleware: MiddlewareChain) {
+        var passed: [any Action] = []
+        passed.reserveCapacity(actions.count)
+        for action in actions {
+            middleware.run(self, action) { passed.append($0) }
+        }
+        applyPassed(passed)
+    }
+
+    /// Applies `passed`, the actions of a batch that passed the middleware (if any), as one.
+    private func applyPassed(_ passed: [any Action]) {
         guard let last = passed.last else { return }
         let context = ThreadContext.current(contextKey)
         self.core.lock()
@@ -154,8 +229,9 @@ extension Store {
     /// reducers dispatched meanwhile, releases the lock, and delivers the rounds in version
     /// order. Without middleware the dispatched actions are applied before the lock is released,
     /// FIFO; with middleware they must pass the chain, which runs user code that may read the
-    /// store, so they are taken out and dispatched through it once the lock is released, FIFO,
-    /// before this call returns.
+    /// store, so they are taken out and handed to this thread's drain for this store (see
+    /// ``throughMiddleware(_:on:_:)``), which passes them through the chain once the lock is
+    /// released, FIFO, before the dispatch that opened it returns.
     @inline(never)
     private func finishNestedAndDeliver(
         first: NotificationRound?, context: UnsafeMutablePointer<ThreadContext>
@@ -199,6 +275,12 @@ extension Store {
         self.core.unlock()
         journalWait?.run()
         if !rounds.isEmpty { deliver(rounds, context: context) }
+        guard !deferred.isEmpty else { return }
+        if let drain = context.pointee.drain(for: ObjectIdentifier(self)) {
+            drain.pointee.actions.append(contentsOf: deferred)
+            return
+        }
+        // A `next` called on another thread than its middleware's: no drain there.
         for action in deferred {
             if let batch = action as? ActionBatch {
                 applyBatch(batch.actions)

@@ -14,11 +14,30 @@ struct ThreadContext {
     /// Calls into user code of any store running on this thread: reducers, observers, and
     /// autosave error handlers. A removal waits for another thread's call only when this is 0.
     var callbackDepth = 0
+    /// Dispatches running through a middleware chain on this thread, of any store, one inside
+    /// another: at most ``StoreLimits/maximumMiddlewareDepth``.
+    var middlewareDepth = 0
     /// The innermost delivery in progress on this thread; each frame links to the one it is
     /// nested in. Frames live on the stack of ``Store/deliver(_:context:)``, which links its
     /// frame here for exactly the time it runs and unlinks it before returning, so every pointer
     /// in the chain is valid while it is linked.
     var innermost: UnsafeMutablePointer<DeliveryFrame>?
+
+    /// The innermost pass of actions through a store's middleware on this thread; each links to
+    /// the one it is nested in. Drains live on the stack of the store's `throughMiddleware`,
+    /// linked for exactly the time it runs, as frames are.
+    var innermostDrain: UnsafeMutablePointer<MiddlewareDrain>?
+
+    /// The innermost drain of `store` on this thread, if it is passing actions through its
+    /// middleware.
+    func drain(for store: ObjectIdentifier) -> UnsafeMutablePointer<MiddlewareDrain>? {
+        var drain = innermostDrain
+        while let current = drain {
+            if current.pointee.store == store { return current }
+            drain = current.pointee.outer
+        }
+        return nil
+    }
 
     /// The frame delivering `store`'s notifications, if this thread is inside such a delivery.
     func frame(for store: ObjectIdentifier) -> UnsafeMutablePointer<DeliveryFrame>? {
@@ -57,6 +76,15 @@ struct ThreadContext {
         defer { context.pointee.callbackDepth -= 1 }
         return try body()
     }
+}
+
+/// One store's pass of actions through its middleware on a thread: the actions its reducers
+/// dispatched meanwhile, passed through the chain in this order once the current one was applied.
+struct MiddlewareDrain {
+    let store: ObjectIdentifier
+    var actions: [any Action] = []
+    /// The drain this one is nested in.
+    let outer: UnsafeMutablePointer<MiddlewareDrain>?
 }
 
 /// One store's notification delivery in progress on a thread.
