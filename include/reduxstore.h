@@ -381,10 +381,18 @@ RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *a
  * rdx_observer_fn with the pointer as its `name`, only after an action that changed that value
  * (its appearing or disappearing included), with the version of that action. The value is read
  * and compared under the store's lock after each notifying action, without a snapshot; the first
- * comparison is with the value when the observer was added. Calls follow the observer rules
+ * comparison is with the value when the observer was added. Values compare as json_object_equal()
+ * compares them (members in any order; 1 and 1.0 differ). Calls follow the observer rules
  * (rdx_store_add_observer()); when two threads' changes are delivered out of order, the later
- * delivery does not call. Removed with rdx_store_remove_observer(). On a Swift store handed to C,
- * each comparison encodes the state to a json-c tree first.
+ * delivery does not call. Removed with rdx_store_remove_observer().
+ * Cost, paid by every notifying dispatch while the observer is registered, under the store's
+ * lock: one walk of the value, written into a flat buffer the observer keeps (two of them, each
+ * about the size of the value's JSON text) and compared with the one before; nothing is allocated
+ * per node. O(size of the value): on x86-64 Linux with a release build, an observer on "" of a
+ * 100,000-element array of small objects adds about 13 ms to each dispatch (keeping a deep copy
+ * of the value instead cost about 150 ms: Benchmarks/C/observe_pointer.c), one on a small value
+ * about a microsecond. On a Swift store handed to C, each comparison first encodes the whole
+ * state to a json-c tree (an allocation per node), whatever the pointer.
  * Returns a token, never 0, or 0 on failure: RDX_EINVAL's words for a NULL store, pointer or
  * observer, or a pointer that is not a JSON Pointer: neither "" nor starting with '/', or with a
  * '~' not followed by '0' or '1' ("/~2", "/a~").

@@ -58,20 +58,21 @@ final class JSONPointerText: @unchecked Sendable {
     }
 }
 
-/// The value at a JSON Pointer of a store's state, as `rdx_store_observe_pointer` selects it: a
-/// deep copy compared with `json_object_equal` after each notifying action.
+/// The value at a JSON Pointer of a store's state, as `rdx_store_observe_pointer` selects it:
+/// written flat (``FlatJSON``) after each notifying action and compared with the value written
+/// the time before.
 final class PointerValue<State: Codable>: @unchecked Sendable {
     // @unchecked: touched only by the store holding its lock (the selection's closures).
     let pointer: JSONPointerText
-    /// The value read last: a deep copy this object owns (`nil` for JSON null or absent).
-    private var last: OpaquePointer?
+    /// The value read last, and a buffer to write the next one into (the two trade places
+    /// after each read, so neither is allocated again once large enough).
+    private var last = FlatJSON()
+    private var next = FlatJSON()
     /// Whether the value read last was there at all.
     private var lastFound = false
     private var started = false
 
     init(pointer: JSONPointerText) { self.pointer = pointer }
-
-    deinit { json_object_put(last) }
 
     /// The selection the store runs: reads and compares this value.
     var selection: StateSelection {
@@ -89,7 +90,7 @@ final class PointerValue<State: Codable>: @unchecked Sendable {
         return try body(root)
     }
 
-    /// Reads the value and keeps a copy if it differs from the one kept: `true` when it did
+    /// Reads the value and keeps it, flat: `true` when it differs from the one kept before
     /// (never for the first read). A state that cannot be encoded, or memory running out,
     /// counts as no change.
     private func compare(_ state: UnsafeMutableRawPointer) -> Bool {
@@ -97,15 +98,14 @@ final class PointerValue<State: Codable>: @unchecked Sendable {
         let changed = try? Self.withTree(of: state.pointee) { (root) throws(StoreError) -> Bool in
             var node: OpaquePointer?
             let found = json_pointer_get(root, pointer.text, &node) == 0
-            if started && found == lastFound && (!found || json_object_equal(node, last) != 0) {
-                return false
-            }
-            let copy = found ? try JSONCTree.deepCopy(node) : nil
-            json_object_put(last)
-            last = copy
+            guard next.write(found ? node : nil) else { return false }
+            let same = found == lastFound && next.sameValue(as: last)
+            // Kept even when it is the same value: its members may be in a newer order, which
+            // the next comparison then finds byte for byte.
+            swap(&last, &next)
             lastFound = found
             defer { started = true }
-            return started
+            return started && !same
         }
         return changed ?? false
     }
