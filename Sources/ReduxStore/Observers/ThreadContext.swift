@@ -24,17 +24,16 @@ struct ThreadContext {
     var innermost: UnsafeMutablePointer<DeliveryFrame>?
 
     /// The innermost pass of actions through a store's middleware on this thread; each links to
-    /// the one it is nested in. Drains live on the stack of the store's `throughMiddleware`,
+    /// the one it is nested in. Passes live on the stack of the store's `throughMiddleware`,
     /// linked for exactly the time it runs, as frames are.
-    var innermostDrain: UnsafeMutablePointer<MiddlewareDrain>?
+    var innermostPass: UnsafeMutablePointer<MiddlewarePass>?
 
-    /// The innermost drain of `store` on this thread, if it is passing actions through its
-    /// middleware.
-    func drain(for store: ObjectIdentifier) -> UnsafeMutablePointer<MiddlewareDrain>? {
-        var drain = innermostDrain
-        while let current = drain {
+    /// The innermost pass of `store` through its middleware on this thread, if any.
+    func pass(of store: ObjectIdentifier) -> UnsafeMutablePointer<MiddlewarePass>? {
+        var pass = innermostPass
+        while let current = pass {
             if current.pointee.store == store { return current }
-            drain = current.pointee.outer
+            pass = current.pointee.outer
         }
         return nil
     }
@@ -78,13 +77,14 @@ struct ThreadContext {
     }
 }
 
-/// One store's pass of actions through its middleware on a thread: the actions its reducers
-/// dispatched meanwhile, passed through the chain in this order once the current one was applied.
-struct MiddlewareDrain {
+/// One store's pass of actions through its middleware on a thread, and the actions its reducers
+/// dispatched meanwhile, which pass the chain in this order once the current one was applied.
+struct MiddlewarePass {
     let store: ObjectIdentifier
-    var actions: [any Action] = []
-    /// The drain this one is nested in.
-    let outer: UnsafeMutablePointer<MiddlewareDrain>?
+    /// The pass this one is nested in.
+    let outer: UnsafeMutablePointer<MiddlewarePass>?
+    /// `nil` (nothing to release) until a reducer dispatches.
+    var dispatched: [any Action]? = nil
 }
 
 /// One store's notification delivery in progress on a thread.
