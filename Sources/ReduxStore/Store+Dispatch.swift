@@ -53,9 +53,24 @@ extension Store {
         let context = ThreadContext.current(contextKey)
         throughMiddleware(middleware, context: context) {
             // What reaches the reducers may be another action: asked whether it notifies.
-            middleware.run(self, action) {
-                self.reduceAndNotify($0, on: me, notifies: nil, context: context)
-            }
+            middleware.run(self, action) { self.reduceAtEndOfChain($0, on: me, context: context) }
+        }
+    }
+
+    /// Applies what reached the end of this store's chain, dispatched on thread `me` (whose
+    /// context is `context`). A Swift middleware may call `next` on another thread, from a
+    /// synchronous call it waits for: the action is then applied as that thread's, so that its
+    /// reducers' dispatches queue as theirs (taken for `me`'s, they went through the chain while
+    /// that thread held the lock, and waited for it forever).
+    @inline(__always)
+    private func reduceAtEndOfChain(
+        _ action: any Action, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        let here = currentThreadID()
+        if here == me {
+            reduceAndNotify(action, on: me, notifies: nil, context: context)
+        } else {
+            reduceAndNotify(action, on: here, notifies: nil, context: ThreadContext.current(contextKey))
         }
     }
 
@@ -102,9 +117,7 @@ extension Store {
             if let batch = action as? ActionBatch {
                 applyBatchThroughChain(batch.actions, middleware)
             } else {
-                middleware.run(self, action) {
-                    self.reduceAndNotify($0, on: me, notifies: nil, context: context)
-                }
+                middleware.run(self, action) { self.reduceAtEndOfChain($0, on: me, context: context) }
             }
             if next == pass.pointee.dispatched!.count {
                 // All taken: a reducer that keeps dispatching one action reuses one slot.

@@ -11,8 +11,8 @@
 ///
 /// It reads the state only through ``Store/currentState()`` and ``Store/version``, never
 /// `inout`, and runs outside the store's lock on the dispatching thread. `next` applies what
-/// it is given before it returns; it may be called more than once, on the middleware's thread,
-/// and not after the middleware returned.
+/// it is given before it returns; it may be called more than once, and not after the
+/// middleware returned (on another thread too, from a call the middleware waits for).
 public typealias Middleware<State: Codable> =
     @Sendable (_ store: Store<State>, _ action: any Action, _ next: (any Action) -> Void) -> Void
 

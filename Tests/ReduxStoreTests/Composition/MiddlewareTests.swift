@@ -2,7 +2,22 @@ import Dispatch
 import ReduxStore
 import ReduxStoreTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
+
+/// A `next` and its action, handed to another thread by a middleware that joins it.
+private final class HandOver: @unchecked Sendable {
+    // @unchecked: made before the other thread starts, used there only.
+    let next: (any Action) -> Void
+    let action: any Action
+    init(_ next: @escaping (any Action) -> Void, _ action: any Action) {
+        self.next = next
+        self.action = action
+    }
+    func run() { next(action) }
+}
 
 @Suite("Middleware: pass, replace, drop, dispatch; order with nested dispatch")
 struct MiddlewareTests {
@@ -284,6 +299,35 @@ struct MiddlewareTests {
             store.dispatchAction(CounterAction.note("a"))
             #expect(seen.all == ["a", "b", "c", "d"], "with middleware: \(withMiddleware)")
         }
+    }
+
+    @Test("next called on another thread, from a call the middleware waits for: applied, and what its reducer dispatches too",
+          .timeLimit(.minutes(1)))
+    func nextOnAnotherThread() {
+        let box = WeakStore<CounterState>()
+        let elsewhere: Middleware<CounterState> = { _, action, next in
+            withoutActuallyEscaping(next) { next in
+                // On a thread of its own (a sync call on a queue would run on this one), joined.
+                let call = Unmanaged.passRetained(HandOver(next, action)).toOpaque()
+                var thread = pthread_t()
+                pthread_create(&thread, nil, { raw in
+                    Unmanaged<HandOver>.fromOpaque(raw!).takeRetainedValue().run()
+                    return nil
+                }, call)
+                pthread_join(thread, nil)
+            }
+        }
+        let reducer: Reducer<CounterState> = { state, action in
+            if case .note("spawn")? = action as? CounterAction {
+                box.store?.dispatchAction(CounterAction.add(10))
+            }
+            counterReducer(&state, action)
+        }
+        let store = Store(reducers: [reducer], state: CounterState(), middleware: [elsewhere])
+        box.store = store
+        store.dispatchAction(CounterAction.note("spawn"))
+        #expect(store.version == 2)
+        #expect(store.currentState().count == 10)
     }
 
     @Test("a store made with an empty middleware list behaves as one without")
