@@ -102,6 +102,30 @@ extension StoreError {
     }
 }
 
+extension StoreError {
+    /// `message` with each ASCII control character (U+0000 to U+001F, U+007F) written as
+    /// `\u00XX`, lower-case hex as json-c writes them; `message` itself when it holds none.
+    /// For the faces that print a message: messages quote what callers passed (keys, paths,
+    /// identifiers), and there a NUL would cut a C string short, a newline or an escape sequence
+    /// garble a log or a terminal.
+    package static func printable(_ message: String) -> String {
+        guard message.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return message }
+        let hex = Array("0123456789abcdef".utf8)
+        var escaped: [UInt8] = []
+        escaped.reserveCapacity(message.utf8.count + 16)
+        for byte in message.utf8 {
+            if byte < 0x20 || byte == 0x7F {
+                escaped.append(contentsOf: "\\u00".utf8)
+                escaped.append(hex[Int(byte >> 4)])
+                escaped.append(hex[Int(byte & 0xF)])
+            } else {
+                escaped.append(byte)
+            }
+        }
+        return String(decoding: escaped, as: UTF8.self)
+    }
+}
+
 /// Renders coding paths the way every message in ReduxStore shows them: `items[3].title`.
 package enum CodingPath {
     /// `[items, Index 3, title]` → `items[3].title`; with a prefix, `payload.items[3].title`.

@@ -22,34 +22,13 @@ enum LastError {
         return StaticText.empty
     }
 
-    /// Keeps `message` as this thread's last failure, with its control characters (those of
-    /// ASCII, U+0000 to U+001F and U+007F) escaped as `\u00XX`: messages quote what callers
-    /// passed (keys, paths, identifiers), and a NUL there would cut the C string short, a
-    /// newline or an escape sequence garble a log or a terminal.
+    /// Keeps `message` as this thread's last failure, with its control characters escaped as
+    /// `\u00XX` (``StoreError/printable(_:)``): a NUL in a quoted key would cut the C string.
     static func set(_ message: String) {
-        let copy = strdup(escapingControlCharacters(message))
+        let copy = strdup(StoreError.printable(message))
         let old = pthread_getspecific(key)
         pthread_setspecific(key, copy)
         free(old)
-    }
-
-    /// `message` with each ASCII control character written as `\u00XX` (lower-case hex, as
-    /// json-c writes them); `message` itself when it holds none.
-    static func escapingControlCharacters(_ message: String) -> String {
-        guard message.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return message }
-        let hex = Array("0123456789abcdef".utf8)
-        var escaped: [UInt8] = []
-        escaped.reserveCapacity(message.utf8.count + 16)
-        for byte in message.utf8 {
-            if byte < 0x20 || byte == 0x7F {
-                escaped.append(contentsOf: "\\u00".utf8)
-                escaped.append(hex[Int(byte >> 4)])
-                escaped.append(hex[Int(byte & 0xF)])
-            } else {
-                escaped.append(byte)
-            }
-        }
-        return String(decoding: escaped, as: UTF8.self)
     }
 }
 

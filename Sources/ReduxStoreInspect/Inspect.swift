@@ -225,7 +225,10 @@ func reporting(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let error as StoreError {
-        FileHandle.standardError.write(Data("reduxstore-inspect: \(error.message)\n".utf8))
+        // Control characters of a quoted key or pointer escaped: the line stays one line, and
+        // the terminal's.
+        let message = StoreError.printable(error.message)
+        FileHandle.standardError.write(Data("reduxstore-inspect: \(message)\n".utf8))
         throw ExitCode(1)
     }
 }

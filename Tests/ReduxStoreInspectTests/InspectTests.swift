@@ -88,6 +88,12 @@ struct InspectTests {
         let bad = try inspect("show", files.last, "--pointer", "/todos/9")
         #expect(bad.status == 1)
         #expect(bad.err == "reduxstore-inspect: pointer \"/todos/9\": no element \"9\" at \"/todos/9\": the array has 3 elements\n")
+        // Control characters in what it quotes are escaped: one line, nothing for the terminal.
+        let hostile = try inspect("show", files.last, "--pointer", "/x\u{1B}[2J\ny")
+        #expect(hostile.status == 1)
+        #expect(hostile.err.contains(#"/x\u001b[2J\u000ay"#))
+        #expect(hostile.err.filter { $0 == "\n" }.count == 1)
+        #expect(!hostile.err.contains("\u{1B}"))
         // A plain JSON file.
         let plain = files.folder + "/plain.json"
         try #"{"a": [1, 2.5, "x"]}"#.write(toFile: plain, atomically: true, encoding: .utf8)
