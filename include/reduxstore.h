@@ -392,7 +392,8 @@ RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *a
  * 100,000-element array of small objects adds about 13 ms to each dispatch (keeping a deep copy
  * of the value instead cost about 150 ms: Benchmarks/C/observe_pointer.c), one on a small value
  * about a microsecond. On a Swift store handed to C, each comparison first encodes the whole
- * state to a json-c tree (an allocation per node), whatever the pointer.
+ * state to a json-c tree (an allocation per node), whatever the pointer: about 150 ms per
+ * dispatch for a state of 100,000 small structs, even for a pointer to one of them.
  * Returns a token, never 0, or 0 on failure: RDX_EINVAL's words for a NULL store, pointer or
  * observer, or a pointer that is not a JSON Pointer: neither "" nor starting with '/', or with a
  * '~' not followed by '0' or '1' ("/~2", "/a~").
