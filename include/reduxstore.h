@@ -75,6 +75,8 @@ extern "C" {
 #define RDX_MAX_NESTING_DEPTH 256          /* arrays and objects inside each other */
 #define RDX_MAX_JSON_TEXT_SIZE (64 << 20)  /* bytes of JSON text parsed at once */
 #define RDX_MAX_IDENTIFIER_LENGTH 1024     /* bytes of an action identifier */
+#define RDX_MAX_MIDDLEWARE_DEPTH 64        /* dispatches inside one another's middleware on one
+                                              thread, of any store (see rdx_middleware_fn) */
 
 /* The name of the notification a store posts after each applied action. */
 #define RDX_STATE_DID_CHANGE_NOTIFICATION "RDXStateDidChangeNotification"
@@ -152,7 +154,8 @@ RDX_API rdx_store *rdx_store_create(json_object *initial_state, const rdx_reduce
  * `identifier` and `payload` (NULL: no payload). Inside a reducer of this store the action is
  * queued (its payload deep-copied) and applied right after the current one.
  * Returns RDX_OK; RDX_EINVAL for a NULL store or identifier; RDX_ELIMIT for an identifier
- * longer than RDX_MAX_IDENTIFIER_LENGTH or a payload nested deeper than RDX_MAX_NESTING_DEPTH;
+ * longer than RDX_MAX_IDENTIFIER_LENGTH, a payload nested deeper than RDX_MAX_NESTING_DEPTH, or
+ * a dispatch from inside middleware past RDX_MAX_MIDDLEWARE_DEPTH levels (rdx_middleware_fn);
  * RDX_EDECODE for an identifier that is not UTF-8, a payload with a non-finite number, or (a
  * Swift store) a payload that does not decode into the action type registered for the identifier;
  * RDX_ENOMEM.
@@ -166,8 +169,8 @@ RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *ident
  * Returns RDX_OK; RDX_EINVAL for a NULL store or text; RDX_EPARSE for text that does not parse
  * (or is not UTF-8); RDX_EDECODE for JSON of another shape (not an object, no string
  * "identifier", another key) or a payload that does not decode; RDX_ELIMIT for text longer than
- * RDX_MAX_JSON_TEXT_SIZE, nested deeper than RDX_MAX_NESTING_DEPTH, or an identifier past its
- * limit; RDX_ENOMEM.
+ * RDX_MAX_JSON_TEXT_SIZE, nested deeper than RDX_MAX_NESTING_DEPTH, an identifier past its
+ * limit, or a dispatch past RDX_MAX_MIDDLEWARE_DEPTH; RDX_ENOMEM.
  * Numbers: an integer past 64 bits (which json_tokener_parse() would clamp to INT64_MAX or
  * INT64_MIN) reaches reducers as a double node that keeps every digit, printed with ".0" after
  * them; a Swift store's typed action reads it exactly into an Int128, UInt128 or Decimal field,
@@ -284,7 +287,8 @@ RDX_API const char *rdx_status_string(rdx_status status);
 /*
  * What this thread's last failed call went wrong with, in words, naming the argument or coding
  * path ("payload.items[3].title: expected String, found number"). "" before any failure, never
- * NULL. Valid until this thread's next rdx_ call.
+ * NULL. Valid until this thread's next rdx_ call. Control characters in it (U+0000 to U+001F and
+ * U+007F, in quoted keys, paths or values) are written as \u00XX: a NUL does not end it early.
  */
 RDX_API const char *rdx_last_error(void);
 
@@ -293,7 +297,11 @@ RDX_API const char *rdx_version(void);
 
 /* ---- Composition: middleware, batches, observing one value ------------------------------- */
 
-/* The rest of a middleware chain: handed to a middleware, valid only during that call. */
+/*
+ * The rest of a middleware chain: handed to a middleware, valid only during that call and only on
+ * its thread. Opaque, and not an address: never read through it. rdx_next_action() recognizes a
+ * next kept past its call, used on another thread, or made up, and refuses it (RDX_EINVAL).
+ */
 typedef struct rdx_next rdx_next;
 
 /*
@@ -307,10 +315,19 @@ typedef struct rdx_next rdx_next;
  *   - dispatch other actions: rdx_store_dispatch_action(store, ...), which pass through the
  *     whole chain.
  * rdx_next_action() applies what it is given before it returns; it may be called more than once,
- * and never after the middleware returned. A middleware runs outside the store's lock, on the
- * dispatching thread, and may read the store (rdx_store_current_state(), rdx_store_version());
- * the callback rules above apply. An action a reducer dispatches passes the chain once the
- * current action was applied, before the outer dispatch returns.
+ * on the middleware's thread, and never after the middleware returned. A middleware runs outside
+ * the store's lock, on the dispatching thread, and may read the store (rdx_store_current_state(),
+ * rdx_store_version()); the callback rules above apply. An action a reducer dispatches passes the
+ * chain once the current action was applied, before the outer dispatch returns; those the
+ * reducers keep dispatching pass one after the other, in the order they were dispatched, however
+ * many.
+ * Depth: a dispatch (or batch) from inside a middleware runs inside the outer one, one more level
+ * on the thread's stack. At most RDX_MAX_MIDDLEWARE_DEPTH (64) such levels run on one thread,
+ * counting every store (a middleware of one store dispatching to another that dispatches back
+ * counts as well): the dispatch that would open level 65 returns RDX_ELIMIT, with words, and
+ * applies nothing, so a middleware that dispatches without end stops there instead of
+ * overflowing the stack. Each level takes a few KiB of stack (2.2 KiB measured in a release build
+ * with one middleware, x86-64 Linux).
  */
 typedef void (*rdx_middleware_fn)(rdx_store *store, const char *identifier, json_object *payload,
                                   rdx_next *next, void *context);
@@ -337,8 +354,11 @@ RDX_API rdx_store *rdx_store_create_with_middleware(json_object *initial_state,
  * From inside a middleware: passes an action (borrowed) to the rest of the chain, which applies
  * it before this returns. Passing the middleware's own `identifier` and `payload` pointers
  * passes the action as it came; anything else is a new action (copied).
- * Returns RDX_OK; RDX_EINVAL for a NULL next or identifier; RDX_ELIMIT and RDX_EDECODE (an
- * identifier that is not UTF-8 among them) as rdx_store_dispatch_action(); RDX_ENOMEM.
+ * Returns RDX_OK; RDX_EINVAL for a NULL identifier, or a next that is NULL or not the next of a
+ * middleware call running on this thread (kept after its middleware returned, used on another
+ * thread, or not a next at all: nothing is read through it, and nothing applied); RDX_ELIMIT and
+ * RDX_EDECODE (an identifier that is not UTF-8 among them) as rdx_store_dispatch_action();
+ * RDX_ENOMEM.
  */
 RDX_API rdx_status rdx_next_action(rdx_next *next, const char *identifier, json_object *payload);
 
@@ -351,7 +371,8 @@ RDX_API rdx_status rdx_next_action(rdx_next *next, const char *identifier, json_
  * One bad element refuses the whole batch and nothing is applied: rdx_last_error() names its
  * index ("[2].identifier: key not found"). Returns what rdx_store_dispatch_json() returns, with
  * RDX_EDECODE also for text that is not an array; the limits apply to the text as a whole and to
- * each payload as in rdx_store_dispatch_json().
+ * each payload as in rdx_store_dispatch_json(), and RDX_MAX_MIDDLEWARE_DEPTH to the batch as to
+ * one dispatch.
  */
 RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *actions_json);
 
@@ -361,14 +382,25 @@ RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *a
  * rdx_observer_fn with the pointer as its `name`, only after an action that changed that value
  * (its appearing or disappearing included), with the version of that action. The value is read
  * and compared under the store's lock after each notifying action, without a snapshot; the first
- * comparison is with the value when the observer was added. Calls follow the observer rules
+ * comparison is with the value when the observer was added. Values compare as json_object_equal()
+ * compares them (members in any order; 1 and 1.0 differ). Calls follow the observer rules
  * (rdx_store_add_observer()); when two threads' changes are delivered out of order, the later
- * delivery does not call. Removed with rdx_store_remove_observer(). On a Swift store handed to C,
- * each comparison encodes the state to a json-c tree first. Keys and strings are compared byte for
- * byte (code points): an observer of "/e\u0301" is called when that member changes (a string in
- * it changed into a look-alike included), never for a change of the member "\u00e9".
+ * delivery does not call. Removed with rdx_store_remove_observer(). Keys and strings are
+ * compared byte for byte (code points): an observer of "/e\u0301" is called when that member
+ * changes (a string in it changed into a look-alike included), never for a change of the member
+ * "\u00e9".
+ * Cost, paid by every notifying dispatch while the observer is registered, under the store's
+ * lock: one walk of the value, written into a flat buffer the observer keeps (two of them, each
+ * about the size of the value's JSON text) and compared with the one before; nothing is allocated
+ * per node. O(size of the value): on x86-64 Linux with a release build, an observer on "" of a
+ * 100,000-element array of small objects adds about 13 ms to each dispatch (keeping a deep copy
+ * of the value instead cost about 150 ms: Benchmarks/C/observe_pointer.c), one on a small value
+ * about a microsecond. On a Swift store handed to C, each comparison first encodes the whole
+ * state to a json-c tree (an allocation per node), whatever the pointer: about 150 ms per
+ * dispatch for a state of 100,000 small structs, even for a pointer to one of them.
  * Returns a token, never 0, or 0 on failure: RDX_EINVAL's words for a NULL store, pointer or
- * observer, or a pointer that is neither "" nor starts with '/'.
+ * observer, or a pointer that is not a JSON Pointer: neither "" nor starting with '/', or with a
+ * '~' not followed by '0' or '1' ("/~2", "/a~").
  */
 RDX_API uint64_t rdx_store_observe_pointer(rdx_store *store, const char *pointer,
                                            rdx_observer_fn observer, void *context);
@@ -382,7 +414,8 @@ RDX_API uint64_t rdx_store_observe_pointer_full(rdx_store *store, const char *po
  * Returns a NEW deep copy of the value at the JSON Pointer `pointer` in the state (release it
  * with json_object_put()), or NULL: when the value is JSON null or absent (rdx_last_error() is
  * then "" for null, and names the pointer for absent), or on failure as
- * rdx_store_current_state(), or for a NULL or malformed pointer.
+ * rdx_store_current_state(), or for a NULL or malformed pointer (RDX_EINVAL's words, as
+ * rdx_store_observe_pointer()).
  */
 RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *pointer);
 

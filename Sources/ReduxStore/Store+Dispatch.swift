@@ -9,7 +9,12 @@ extension Store {
     /// current round, before the outermost `dispatchAction` returns.
     ///
     /// A store with middleware first hands the action to its middleware (see
-    /// ``init(reducers:state:middleware:)``); only what the chain passes on is applied.
+    /// ``init(reducers:state:middleware:)``); only what the chain passes on is applied. A
+    /// dispatch from inside a middleware runs inside the outer one: at most
+    /// ``StoreLimits/maximumMiddlewareDepth`` (64) of them on one thread, of any store. One more
+    /// is a programming error, a middleware that dispatches without end, and traps with a
+    /// message that says so (before the thread's stack would overflow); C's dispatch returns
+    /// `RDX_ELIMIT` instead.
     ///
     /// Cost: one lock, the reducers, and one call per synchronous observer. No copy of the state;
     /// no heap allocation for a value-type action of up to three words when no observer has a
@@ -35,19 +40,119 @@ extension Store {
             return
         }
         if let middleware {
-            // What reaches the reducers may be another action: asked whether it notifies.
-            middleware.run(self, action) { self.reduceAndNotify($0, on: me, notifies: nil) }
+            dispatchThroughMiddleware(action, middleware, on: me)
             return
         }
-        reduceAndNotify(action, on: me, notifies: notifies)
+        reduceAndNotify(action, on: me, notifies: notifies, context: ThreadContext.current(contextKey))
+    }
+
+    /// ``dispatch(erased:notifies:)`` in a store with middleware, outside its reducers: the action
+    /// passes the chain, then so does each action the reducers dispatched meanwhile.
+    @inline(__always)
+    private func dispatchThroughMiddleware(_ action: any Action, _ middleware: MiddlewareChain, on me: UInt) {
+        let context = ThreadContext.current(contextKey)
+        throughMiddleware(middleware, context: context) {
+            // What reaches the reducers may be another action: asked whether it notifies.
+            middleware.run(self, action) { self.reduceAtEndOfChain($0, on: me, context: context) }
+        }
+    }
+
+    /// Applies what reached the end of this store's chain, dispatched on thread `me` (whose
+    /// context is `context`). A Swift middleware may call `next` on another thread, from a
+    /// synchronous call it waits for: the action is then applied as that thread's, so that its
+    /// reducers' dispatches queue as theirs (taken for `me`'s, they went through the chain while
+    /// that thread held the lock, and waited for it forever).
+    @inline(__always)
+    private func reduceAtEndOfChain(
+        _ action: any Action, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        let here = currentThreadID()
+        if here == me {
+            reduceAndNotify(action, on: me, notifies: nil, context: context)
+        } else {
+            reduceAndNotify(action, on: here, notifies: nil, context: ThreadContext.current(contextKey))
+        }
+    }
+
+    /// Runs `body`, which passes actions through `middleware`, as one more level of dispatches
+    /// through middleware on this thread (at most ``StoreLimits/maximumMiddlewareDepth``: past it,
+    /// a trap), as a pass of this store that collects the actions its reducers dispatch
+    /// meanwhile; then passes those through the chain one after the other, in the order they
+    /// were dispatched, until none is left. A loop here, not a dispatch inside the one that
+    /// applied the action: a reducer that keeps dispatching grows neither the stack nor the depth.
+    /// (Measured on x86-64 Linux, release: the depth and the pass add about 5 ns to a dispatch
+    /// through one pass-through middleware, 67 ns before.)
+    @inline(__always)
+    private func throughMiddleware(
+        _ middleware: MiddlewareChain, context: UnsafeMutablePointer<ThreadContext>, _ body: () -> Void
+    ) {
+        let depth = context.pointee.middlewareDepth
+        guard depth < StoreLimits.maximumMiddlewareDepth else {
+            preconditionFailure("ReduxStore: \(Self.middlewareDepthMessage)")
+        }
+        context.pointee.middlewareDepth = depth + 1
+        var pass = MiddlewarePass(store: ObjectIdentifier(self), outer: context.pointee.innermostPass)
+        withUnsafeMutablePointer(to: &pass) { pass in
+            context.pointee.innermostPass = pass
+            body()
+            if pass.pointee.dispatched != nil { passDispatched(pass, middleware, context: context) }
+            context.pointee.innermostPass = pass.pointee.outer
+        }
+        context.pointee.middlewareDepth = depth
+    }
+
+    /// The end of ``throughMiddleware(_:context:_:)`` when the reducers dispatched actions.
+    @inline(never)
+    private func passDispatched(
+        _ pass: UnsafeMutablePointer<MiddlewarePass>, _ middleware: MiddlewareChain,
+        context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        let me = currentThreadID()
+        var next = 0
+        // Read in place each time (a copy of the list held across the loop would make every
+        // append copy it whole).
+        while next < pass.pointee.dispatched!.count {
+            let action = pass.pointee.dispatched![next]
+            next += 1
+            if let batch = action as? ActionBatch {
+                applyBatchThroughChain(batch.actions, middleware)
+            } else {
+                middleware.run(self, action) { self.reduceAtEndOfChain($0, on: me, context: context) }
+            }
+            if next == pass.pointee.dispatched!.count {
+                // All taken: a reducer that keeps dispatching one action reuses one slot.
+                pass.pointee.dispatched!.removeAll(keepingCapacity: true)
+                next = 0
+            }
+        }
+    }
+
+    /// Refuses a dispatch that would go past ``StoreLimits/maximumMiddlewareDepth`` on this thread,
+    /// as ``StoreError/Kind/limit``, for callers that report errors (the C face) instead of the
+    /// trap of ``dispatchAction(_:)``. Nothing to refuse in a store without middleware, or from
+    /// inside its reducers (the action is queued there, not dispatched through the chain).
+    package func checkMiddlewareDepth() throws(StoreError) {
+        guard middleware != nil, applyingThread.load(ordering: .relaxed) != currentThreadID(),
+              ThreadContext.current(contextKey).pointee.middlewareDepth
+                >= StoreLimits.maximumMiddlewareDepth
+        else { return }
+        throw StoreError(.limit, Self.middlewareDepthMessage)
+    }
+
+    private static var middlewareDepthMessage: String {
+        "dispatch refused: it would run \(StoreLimits.maximumMiddlewareDepth + 1) dispatches inside "
+            + "one another's middleware on this thread, past the limit of "
+            + "\(StoreLimits.maximumMiddlewareDepth) (a middleware that dispatches again without "
+            + "end?); the action was not applied"
     }
 
     /// Applies one action that passed the middleware (if any) and notifies the observers. The
     /// caller, thread `me`, is outside this store's reducers.
     @inline(__always)
-    private func reduceAndNotify(_ action: any Action, on me: UInt, notifies: Bool?) {
+    private func reduceAndNotify(
+        _ action: any Action, on me: UInt, notifies: Bool?, context: UnsafeMutablePointer<ThreadContext>
+    ) {
         let core = self.core.valuePointer
-        let context = ThreadContext.current(contextKey)
         self.core.lock()
         _checkInvariantsLocked()
         applyingThread.store(me, ordering: .relaxed)
@@ -88,7 +193,7 @@ extension Store {
             context: context)
     }
 
-    /// The end of ``reduceAndNotify(_:on:notifies:)`` when observers want patches or the journal is
+    /// The end of ``reduceAndNotify(_:on:notifies:context:)`` when observers want patches or the journal is
     /// full. The caller holds the lock, which this releases.
     @inline(never)
     private func recordedRoundAndDeliver(
@@ -113,7 +218,8 @@ extension Store {
     ///
     /// Actions the reducers dispatch meanwhile are applied right after the batch, each as its
     /// own action. From inside a reducer the batch is queued whole, like a single action, and
-    /// applied right after the current action.
+    /// applied right after the current action. From inside a middleware it counts as one level
+    /// against ``StoreLimits/maximumMiddlewareDepth``, as ``dispatchAction(_:)`` does.
     public func dispatchActions(_ actions: [any Action]) {
         if applyingThread.load(ordering: .relaxed) == currentThreadID() {
             core.valuePointer.pointee.nested.append(ActionBatch(actions: actions))
@@ -124,14 +230,24 @@ extension Store {
 
     /// ``dispatchActions(_:)`` outside this store's reducers.
     private func applyBatch(_ actions: [any Action]) {
-        var passed = actions
-        if let middleware {
-            passed = []
-            passed.reserveCapacity(actions.count)
-            for action in actions {
-                middleware.run(self, action) { passed.append($0) }
-            }
+        guard let middleware else { return applyPassed(actions) }
+        throughMiddleware(middleware, context: ThreadContext.current(contextKey)) {
+            applyBatchThroughChain(actions, middleware)
         }
+    }
+
+    /// Passes each of `actions` through the chain, then applies what passed as one batch.
+    private func applyBatchThroughChain(_ actions: [any Action], _ middleware: MiddlewareChain) {
+        var passed: [any Action] = []
+        passed.reserveCapacity(actions.count)
+        for action in actions {
+            middleware.run(self, action) { passed.append($0) }
+        }
+        applyPassed(passed)
+    }
+
+    /// Applies `passed`, the actions of a batch that passed the middleware (if any), as one.
+    private func applyPassed(_ passed: [any Action]) {
         guard let last = passed.last else { return }
         let context = ThreadContext.current(contextKey)
         self.core.lock()
@@ -154,8 +270,9 @@ extension Store {
     /// reducers dispatched meanwhile, releases the lock, and delivers the rounds in version
     /// order. Without middleware the dispatched actions are applied before the lock is released,
     /// FIFO; with middleware they must pass the chain, which runs user code that may read the
-    /// store, so they are taken out and dispatched through it once the lock is released, FIFO,
-    /// before this call returns.
+    /// store, so they are taken out and handed to this thread's pass of this store (see
+    /// ``throughMiddleware(_:context:_:)``), which passes them through the chain once the lock is
+    /// released, FIFO, before the dispatch that opened it returns.
     @inline(never)
     private func finishNestedAndDeliver(
         first: NotificationRound?, context: UnsafeMutablePointer<ThreadContext>
@@ -199,6 +316,16 @@ extension Store {
         self.core.unlock()
         journalWait?.run()
         if !rounds.isEmpty { deliver(rounds, context: context) }
+        guard !deferred.isEmpty else { return }
+        if let pass = context.pointee.pass(of: ObjectIdentifier(self)) {
+            if pass.pointee.dispatched == nil {
+                pass.pointee.dispatched = deferred
+            } else {
+                pass.pointee.dispatched!.append(contentsOf: deferred)
+            }
+            return
+        }
+        // A `next` called on another thread than its middleware's: no pass there.
         for action in deferred {
             if let batch = action as? ActionBatch {
                 applyBatch(batch.actions)

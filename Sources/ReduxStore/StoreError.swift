@@ -102,6 +102,30 @@ extension StoreError {
     }
 }
 
+extension StoreError {
+    /// `message` with each control character (C0: U+0000 to U+001F; DEL; C1: U+0080 to U+009F)
+    /// written as `\u00XX`, lower-case hex as json-c writes them; `message` itself when it holds
+    /// none. For the faces that print a message: messages quote what callers passed (keys, paths,
+    /// identifiers), and there a NUL would cut a C string short, a newline or an escape sequence
+    /// (C1's CSI included) garble a log or a terminal.
+    package static func printable(_ message: String) -> String {
+        func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
+        guard message.unicodeScalars.contains(where: isControl) else { return message }
+        let hex = Array("0123456789abcdef".unicodeScalars)
+        var escaped = String.UnicodeScalarView()
+        for scalar in message.unicodeScalars {
+            if isControl(scalar) {
+                escaped.append(contentsOf: "\\u00".unicodeScalars)
+                escaped.append(hex[Int(scalar.value >> 4)])
+                escaped.append(hex[Int(scalar.value & 0xF)])
+            } else {
+                escaped.append(scalar)
+            }
+        }
+        return String(escaped)
+    }
+}
+
 /// Renders coding paths the way every message in ReduxStore shows them: `items[3].title`.
 package enum CodingPath {
     /// `[items, Index 3, title]` → `items[3].title`; with a prefix, `payload.items[3].title`.

@@ -29,10 +29,9 @@ public func rdx_next_action(
     _ next: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
 ) -> rdx_status {
     status { () throws(StoreError) in
-        let next = try CInput.required(next, "next")
+        let link = try CNextLinks.link(try CInput.required(next, "next"))
         let identifier = try CInput.identifier(identifier)
         try CInput.tree(payload, "payload")
-        let link = UnsafeMutableRawPointer(next).assumingMemoryBound(to: CNextLink.self)
         try link.pointee.pass(identifier: identifier, payload: payload)
     }
 }
@@ -59,7 +58,7 @@ public func rdx_store_dispatch_batch_json(
                 }
                 return actions
             }
-            handle.dispatchBatch(actions)
+            try handle.dispatchBatch(actions)
         }
     }
 }

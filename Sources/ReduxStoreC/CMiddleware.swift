@@ -1,6 +1,10 @@
 internal import CJSONC
 internal import CReduxStoreAPI
 import ReduxStore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The C middleware of a store C created, as the core's middleware: each is called with the
 /// action's identifier and payload and an `rdx_next *` that passes an action on.
@@ -21,7 +25,9 @@ enum CMiddleware {
                         var link = CNextLink(
                             next: next, action: action, identifier: identifier, payload: payload)
                         withUnsafeMutablePointer(to: &link) { link in
-                            function(store, identifier, payload, OpaquePointer(link))
+                            CNextLinks.whileLive(link) { next in
+                                function(store, identifier, payload, next)
+                            }
                         }
                     }
                 }
@@ -63,8 +69,8 @@ struct CMiddlewareFunction: @unchecked Sendable {
     }
 }
 
-/// What an `rdx_next *` points to: the rest of the chain for one middleware call, on that
-/// call's stack (so it is valid only during the call, as the header says).
+/// The rest of the chain for one middleware call, on that call's stack: what an `rdx_next *`
+/// names (see ``CNextLinks``) while the call runs.
 struct CNextLink {
     let next: (any Action) -> Void
     /// The action the middleware was called with, and the pointers it was given for it.
@@ -91,5 +97,71 @@ extension Action {
         let payload = (self as? JSONAction)?.payload.flatMap { try? JSONCEncoder().encode($0) }
         defer { json_object_put(payload) }
         return identifier.withCString { body($0, payload) }
+    }
+}
+
+/// The `rdx_next *` of the middleware calls running on each thread.
+///
+/// C is not handed the address of a call's ``CNextLink`` (on the call's stack: gone, or reused by
+/// another call, once it returns) but a number no other call ever gets, as a pointer C never reads
+/// through. `rdx_next_action` looks it up among the calls running on its own thread, innermost
+/// first: a `next` kept after its call returned, used on another thread, or made up is not found
+/// there and is refused, without reading any memory it points to.
+enum CNextLinks {
+    /// The next call's number; never 0 (NULL).
+    private static let serial = Atomic<UInt>(1)
+
+    /// This thread's running calls, innermost last: a list the thread owns (a pthread key frees
+    /// it when the thread exits).
+    private struct Running {
+        var calls: [(number: UInt, link: UnsafeMutablePointer<CNextLink>)] = []
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { raw in
+            guard let raw else { return }
+            let running = raw.assumingMemoryBound(to: Running.self)
+            running.deinitialize(count: 1)
+            running.deallocate()
+        }
+        precondition(status == 0, "ReduxStore: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    /// Runs `body` (the middleware call) with the `rdx_next *` that names `link` on this thread
+    /// until `body` returns.
+    static func whileLive<T>(
+        _ link: UnsafeMutablePointer<CNextLink>, _ body: (OpaquePointer) -> T
+    ) -> T {
+        let number = serial.wrappingAdd(1, ordering: .relaxed).oldValue
+        let running: UnsafeMutablePointer<Running>
+        if let raw = pthread_getspecific(key) {
+            running = raw.assumingMemoryBound(to: Running.self)
+        } else {
+            running = .allocate(capacity: 1)
+            running.initialize(to: Running())
+            pthread_setspecific(key, running)
+        }
+        running.pointee.calls.append((number, link))
+        defer { running.pointee.calls.removeLast() }
+        return body(OpaquePointer(bitPattern: number)!)
+    }
+
+    /// The link `next` names, if its middleware call is running on this thread.
+    static func link(_ next: OpaquePointer) throws(StoreError) -> UnsafeMutablePointer<CNextLink> {
+        let number = UInt(bitPattern: next)
+        if let raw = pthread_getspecific(key) {
+            let running = raw.assumingMemoryBound(to: Running.self)
+            for call in running.pointee.calls.reversed() where call.number == number {
+                return call.link
+            }
+        }
+        throw StoreError(
+            .invalidArgument,
+            "next is not the next of a middleware call running on this thread: it was kept after "
+                + "its middleware returned, is used on another thread than the one its middleware "
+                + "runs on, or is not a next at all (a next is valid only during its middleware's "
+                + "call, on that call's thread)")
     }
 }

@@ -5,7 +5,8 @@ import ReduxStore
 import Glibc
 #endif
 
-/// A JSON Pointer C handed in (RFC 6901), checked and copied: `""` or text starting with `/`.
+/// A JSON Pointer C handed in (RFC 6901), checked and copied: `""` or text starting with `/`,
+/// each `~` followed by `0` or `1`.
 final class JSONPointerText: @unchecked Sendable {
     // @unchecked: immutable C string this object owns.
     let text: UnsafeMutablePointer<CChar>
@@ -22,6 +23,7 @@ final class JSONPointerText: @unchecked Sendable {
                 "pointer \"\(String(cString: pointer))\" is not a JSON Pointer: it must be \"\" "
                     + "(the whole state) or start with \"/\"")
         }
+        try Self.checkEscapes(pointer, length: length)
         guard let copy = strdup(pointer) else {
             throw StoreError(.outOfMemory, "out of memory copying the pointer")
         }
@@ -29,22 +31,48 @@ final class JSONPointerText: @unchecked Sendable {
     }
 
     deinit { free(text) }
+
+    /// Refuses a `~` that is not followed by `0` or `1` (json-c would look such a pointer up as
+    /// it is, and it would never name what its writer meant).
+    private static func checkEscapes(_ pointer: UnsafePointer<CChar>, length: Int)
+        throws(StoreError)
+    {
+        var index = 0
+        while let found = memchr(pointer + index, 0x7E /* "~" */, length - index) {
+            index = UnsafeRawPointer(pointer).distance(to: UnsafeRawPointer(found)) + 1
+            let problem: String
+            if index == length {
+                problem = "it ends in \"~\""
+            } else if pointer[index] == 0x30 || pointer[index] == 0x31 {  // "0", "1"
+                continue
+            } else {
+                // "~" and the character after it, whole.
+                let escape = String(cString: pointer + index - 1).prefix(2)
+                problem = "\"\(escape)\" is not an escape"
+            }
+            throw StoreError(
+                .invalidArgument,
+                "pointer \"\(String(cString: pointer))\" is not a JSON Pointer: \(problem) "
+                    + "(\"~0\" is \"~\" and \"~1\" is \"/\")")
+        }
+    }
 }
 
-/// The value at a JSON Pointer of a store's state, as `rdx_store_observe_pointer` selects it: a
-/// deep copy compared with `json_object_equal` after each notifying action.
+/// The value at a JSON Pointer of a store's state, as `rdx_store_observe_pointer` selects it:
+/// written flat (``FlatJSON``) after each notifying action and compared with the value written
+/// the time before.
 final class PointerValue<State: Codable>: @unchecked Sendable {
     // @unchecked: touched only by the store holding its lock (the selection's closures).
     let pointer: JSONPointerText
-    /// The value read last: a deep copy this object owns (`nil` for JSON null or absent).
-    private var last: OpaquePointer?
+    /// The value read last, and a buffer to write the next one into (the two trade places
+    /// after each read, so neither is allocated again once large enough).
+    private var last = FlatJSON()
+    private var next = FlatJSON()
     /// Whether the value read last was there at all.
     private var lastFound = false
     private var started = false
 
     init(pointer: JSONPointerText) { self.pointer = pointer }
-
-    deinit { json_object_put(last) }
 
     /// The selection the store runs: reads and compares this value.
     var selection: StateSelection {
@@ -62,7 +90,7 @@ final class PointerValue<State: Codable>: @unchecked Sendable {
         return try body(root)
     }
 
-    /// Reads the value and keeps a copy if it differs from the one kept: `true` when it did
+    /// Reads the value and keeps it, flat: `true` when it differs from the one kept before
     /// (never for the first read). A state that cannot be encoded, or memory running out,
     /// counts as no change.
     private func compare(_ state: UnsafeMutableRawPointer) -> Bool {
@@ -70,15 +98,14 @@ final class PointerValue<State: Codable>: @unchecked Sendable {
         let changed = try? Self.withTree(of: state.pointee) { (root) throws(StoreError) -> Bool in
             var node: OpaquePointer?
             let found = json_pointer_get(root, pointer.text, &node) == 0
-            if started && found == lastFound && (!found || json_object_equal(node, last) != 0) {
-                return false
-            }
-            let copy = found ? try JSONCTree.deepCopy(node) : nil
-            json_object_put(last)
-            last = copy
+            guard next.write(found ? node : nil) else { return false }
+            let same = found == lastFound && next.sameValue(as: last)
+            // Kept even when it is the same value: its members may be in a newer order, which
+            // the next comparison then finds byte for byte.
+            swap(&last, &next)
             lastFound = found
             defer { started = true }
-            return started
+            return started && !same
         }
         return changed ?? false
     }

@@ -48,8 +48,9 @@ class CStoreHandle: @unchecked Sendable {
         -> any Action
     { preconditionFailure("every kind of C store overrides \(#function)") }
 
-    /// Applies `actions` as one batch.
-    func dispatchBatch(_ actions: [any Action]) {
+    /// Applies `actions` as one batch; ``StoreError/Kind/limit`` from inside too many
+    /// middleware calls (``Store/checkMiddlewareDepth()``).
+    func dispatchBatch(_ actions: [any Action]) throws(StoreError) {
         preconditionFailure("every kind of C store overrides \(#function)")
     }
 
@@ -309,7 +310,8 @@ class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
         PointerValue<State>(pointer: pointer).selection
     }
 
-    override func dispatchBatch(_ actions: [any Action]) {
+    override func dispatchBatch(_ actions: [any Action]) throws(StoreError) {
+        try store.checkMiddlewareDepth()
         store.dispatchActions(actions)
     }
 

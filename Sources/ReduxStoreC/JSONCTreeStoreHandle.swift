@@ -44,6 +44,7 @@ final class JSONCTreeStoreHandle: StoreHandle<JSONCTree>, @unchecked Sendable {
         } else if store.isInsideReducer {
             store.dispatchAction(try CAction(copying: identifier, payload: payload))
         } else {
+            try store.checkMiddlewareDepth()
             store.dispatchAction(CAction(borrowing: identifier, payload: payload))
         }
     }

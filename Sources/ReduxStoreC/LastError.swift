@@ -22,9 +22,10 @@ enum LastError {
         return StaticText.empty
     }
 
-    /// Keeps `message` as this thread's last failure.
+    /// Keeps `message` as this thread's last failure, with its control characters escaped as
+    /// `\u00XX` (``StoreError/printable(_:)``): a NUL in a quoted key would cut the C string.
     static func set(_ message: String) {
-        let copy = strdup(message)
+        let copy = strdup(StoreError.printable(message))
         let old = pthread_getspecific(key)
         pthread_setspecific(key, copy)
         free(old)

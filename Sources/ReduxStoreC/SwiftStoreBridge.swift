@@ -39,6 +39,7 @@ final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sen
         if enqueue {
             try enqueueing { store.enqueue(erased: action) }
         } else {
+            try store.checkMiddlewareDepth()
             store.dispatch(erased: action)
         }
     }

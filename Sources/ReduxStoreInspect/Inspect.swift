@@ -228,30 +228,12 @@ func reporting(_ body: () throws -> Void) throws {
     do {
         try body()
     } catch let error as StoreError {
-        FileHandle.standardError.write(Data("reduxstore-inspect: \(oneLine(error.message))\n".utf8))
+        // Control characters of a quoted key or pointer escaped: the line stays one line, and
+        // the terminal's.
+        let message = StoreError.printable(error.message)
+        FileHandle.standardError.write(Data("reduxstore-inspect: \(message)\n".utf8))
         throw ExitCode(1)
     }
-}
-
-/// `text` with its control characters (C0, DEL and C1) escaped as JSON escapes them (`\n`,
-/// `\u001B`): a message quotes keys, paths and pointers from the input, which can hold a newline
-/// or a terminal's escape sequence, and stays one line that prints as it reads.
-func oneLine(_ text: String) -> String {
-    func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
-    guard text.unicodeScalars.contains(where: isControl) else { return text }
-    var escaped = String.UnicodeScalarView()
-    for scalar in text.unicodeScalars {
-        switch scalar.value {
-        case 0x0A: escaped.append(contentsOf: #"\n"#.unicodeScalars)
-        case 0x0D: escaped.append(contentsOf: #"\r"#.unicodeScalars)
-        case 0x09: escaped.append(contentsOf: #"\t"#.unicodeScalars)
-        case _ where isControl(scalar):
-            let hex = String(scalar.value, radix: 16, uppercase: true)
-            escaped.append(contentsOf: (#"\u"# + String(repeating: "0", count: 4 - hex.count) + hex).unicodeScalars)
-        default: escaped.append(scalar)
-        }
-    }
-    return String(escaped)
 }
 
 /// `value` as JSON text, keys sorted. Foundation's `JSONEncoder` sorts keys too, but keeps them

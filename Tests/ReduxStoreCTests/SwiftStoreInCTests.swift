@@ -34,8 +34,37 @@ private func makeBoard() -> (Store<Board>, OpaquePointer) {
 
 private func lastError() -> String { String(cString: rdx_last_error()) }
 
+/// The `rdx_store *` of a Swift store, for its own middleware to dispatch through.
+private final class CHandleBox: @unchecked Sendable {
+    // @unchecked: set once before the first dispatch.
+    var handle: OpaquePointer?
+}
+
 @Suite("A Swift store handed to C")
 struct SwiftStoreInCTests {
+    @Test("a middleware dispatching through C without end gets RDX_ELIMIT at the depth limit")
+    func middlewareDepthThroughC() {
+        #expect(RDX_MAX_MIDDLEWARE_DEPTH == StoreLimits.maximumMiddlewareDepth)
+        let box = CHandleBox()
+        let statuses = Recorder<rdx_status>()
+        let errors = Recorder<String>()
+        let recursing: Middleware<CounterState> = { _, action, next in
+            let status = rdx_store_dispatch_action(box.handle, "deep", nil)
+            statuses.append(status)
+            if status != RDX_OK { errors.append(lastError()) }
+            next(CounterAction.increment)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [recursing])
+        box.handle = store.makeCStore()
+        defer { rdx_store_release(box.handle) }
+        #expect(rdx_store_dispatch_action(box.handle, "deep", nil) == RDX_OK)
+        #expect(statuses.count == 64)
+        #expect(statuses.all.filter { $0 == RDX_ELIMIT }.count == 1)
+        #expect(errors.all.first?.hasPrefix("dispatch refused: it would run 65 dispatches") == true)
+        #expect(store.version == 64)
+        #expect(store.currentState().count == 64)
+    }
+
     @Test("a registered identifier's payload is decoded straight into the typed action")
     func typedAction() {
         let (store, handle) = makeBoard()

@@ -92,6 +92,12 @@ struct InspectTests {
         let bad = try inspect("show", files.last, "--pointer", "/todos/9")
         #expect(bad.status == 1)
         #expect(bad.err == "reduxstore-inspect: pointer \"/todos/9\": no element \"9\" at \"/todos/9\": the array has 3 elements\n")
+        // Control characters in what it quotes are escaped: one line, nothing for the terminal.
+        let hostile = try inspect("show", files.last, "--pointer", "/x\u{1B}[2J\ny")
+        #expect(hostile.status == 1)
+        #expect(hostile.err.contains(#"/x\u001b[2J\u000ay"#))
+        #expect(hostile.err.filter { $0 == "\n" }.count == 1)
+        #expect(!hostile.err.contains("\u{1B}"))
         // A plain JSON file.
         let plain = files.folder + "/plain.json"
         try #"{"a": [1, 2.5, "x"]}"#.write(toFile: plain, atomically: true, encoding: .utf8)
@@ -295,7 +301,7 @@ struct InspectTests {
              #"\#(folder)/v63.json: a saved state whose "version" is not a whole number from 0 to 2^63 - 2"#),
             // A newline and an escape sequence quoted from the input stay escaped, on one line.
             (["state", base, try file("control.journal", #"{"version":1,"identifier":"a",\#(time),"patch":[{"op":"remove","path":"/a\nb\u001b[31m\u009b"}]}"# + "\n"), "--at", "1"],
-             #"control.journal:1: patch[0]: path "/a\nb\u001B[31m\u009B": no such member: the document has no key "a\nb\u001B[31m\u009B""#),
+             #"control.journal:1: patch[0]: path "/a\u000ab\u001b[31m\u009b": no such member: the document has no key "a\u000ab\u001b[31m\u009b""#),
         ]
         for (arguments, error) in cases {
             let result = try inspect(arguments)

@@ -5,12 +5,14 @@
 /// - replace it: `next(otherAction)`;
 /// - drop it: return without calling `next` (no reducer runs, the version stays, nobody is
 ///   told);
-/// - dispatch other actions: `store.dispatchAction(other)`, which go through the whole chain.
+/// - dispatch other actions: `store.dispatchAction(other)`, which go through the whole chain,
+///   inside this call: at most ``StoreLimits/maximumMiddlewareDepth`` (64) such dispatches run
+///   inside one another on a thread, and one more traps (see ``Store/dispatchAction(_:)``).
 ///
 /// It reads the state only through ``Store/currentState()`` and ``Store/version``, never
 /// `inout`, and runs outside the store's lock on the dispatching thread. `next` applies what
 /// it is given before it returns; it may be called more than once, and not after the
-/// middleware returned.
+/// middleware returned (on another thread too, from a call the middleware waits for).
 public typealias Middleware<State: Codable> =
     @Sendable (_ store: Store<State>, _ action: any Action, _ next: (any Action) -> Void) -> Void
 
@@ -83,7 +85,8 @@ extension Store {
     /// is applied as one. An action a reducer dispatches passes the chain too, once the current
     /// action was applied and the lock released (so unlike a store without middleware, actions
     /// of other threads may come between), on the same thread, before the outer dispatch
-    /// returns.
+    /// returns; actions the reducers keep dispatching pass one after the other, in the order
+    /// they were dispatched (as without middleware), not one inside another, however many.
     ///
     /// - Parameters:
     ///   - reducers: run in this order for every action that reaches them.

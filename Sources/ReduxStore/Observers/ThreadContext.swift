@@ -14,11 +14,29 @@ struct ThreadContext {
     /// Calls into user code of any store running on this thread: reducers, observers, and
     /// autosave error handlers. A removal waits for another thread's call only when this is 0.
     var callbackDepth = 0
+    /// Dispatches running through a middleware chain on this thread, of any store, one inside
+    /// another: at most ``StoreLimits/maximumMiddlewareDepth``.
+    var middlewareDepth = 0
     /// The innermost delivery in progress on this thread; each frame links to the one it is
     /// nested in. Frames live on the stack of ``Store/deliver(_:context:)``, which links its
     /// frame here for exactly the time it runs and unlinks it before returning, so every pointer
     /// in the chain is valid while it is linked.
     var innermost: UnsafeMutablePointer<DeliveryFrame>?
+
+    /// The innermost pass of actions through a store's middleware on this thread; each links to
+    /// the one it is nested in. Passes live on the stack of the store's `throughMiddleware`,
+    /// linked for exactly the time it runs, as frames are.
+    var innermostPass: UnsafeMutablePointer<MiddlewarePass>?
+
+    /// The innermost pass of `store` through its middleware on this thread, if any.
+    func pass(of store: ObjectIdentifier) -> UnsafeMutablePointer<MiddlewarePass>? {
+        var pass = innermostPass
+        while let current = pass {
+            if current.pointee.store == store { return current }
+            pass = current.pointee.outer
+        }
+        return nil
+    }
 
     /// The frame delivering `store`'s notifications, if this thread is inside such a delivery.
     func frame(for store: ObjectIdentifier) -> UnsafeMutablePointer<DeliveryFrame>? {
@@ -57,6 +75,16 @@ struct ThreadContext {
         defer { context.pointee.callbackDepth -= 1 }
         return try body()
     }
+}
+
+/// One store's pass of actions through its middleware on a thread, and the actions its reducers
+/// dispatched meanwhile, which pass the chain in this order once the current one was applied.
+struct MiddlewarePass {
+    let store: ObjectIdentifier
+    /// The pass this one is nested in.
+    let outer: UnsafeMutablePointer<MiddlewarePass>?
+    /// `nil` (nothing to release) until a reducer dispatches.
+    var dispatched: [any Action]? = nil
 }
 
 /// One store's notification delivery in progress on a thread.

@@ -2,7 +2,22 @@ import Dispatch
 import ReduxStore
 import ReduxStoreTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
+
+/// A `next` and its action, handed to another thread by a middleware that joins it.
+private final class HandOver: @unchecked Sendable {
+    // @unchecked: made before the other thread starts, used there only.
+    let next: (any Action) -> Void
+    let action: any Action
+    init(_ next: @escaping (any Action) -> Void, _ action: any Action) {
+        self.next = next
+        self.action = action
+    }
+    func run() { next(action) }
+}
 
 @Suite("Middleware: pass, replace, drop, dispatch; order with nested dispatch")
 struct MiddlewareTests {
@@ -196,6 +211,123 @@ struct MiddlewareTests {
             weakStore = store
         }
         #expect(weakStore == nil)
+    }
+
+    @Test("a middleware may dispatch inside dispatches up to StoreLimits.maximumMiddlewareDepth levels")
+    func depthAtTheLimit() {
+        // .add(n) for n > 1 dispatches .add(n - 1) before passing itself on: .add(64) opens
+        // 64 levels, the most allowed.
+        let recursing: Middleware<CounterState> = { store, action, next in
+            if case .add(let amount)? = action as? CounterAction, amount > 1 {
+                store.dispatchAction(CounterAction.add(amount - 1))
+            }
+            next(action)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [recursing])
+        #expect(StoreLimits.maximumMiddlewareDepth == 64)
+        store.dispatchAction(CounterAction.add(64))
+        #expect(store.version == 64)
+        #expect(store.currentState().count == 2080)  // 1 + 2 + ... + 64
+        // The depth is back to 0 afterwards.
+        store.dispatchAction(CounterAction.add(64))
+        #expect(store.version == 128)
+    }
+
+    @Test("a middleware that dispatches without end traps with words, before the stack overflows")
+    func depthPastTheLimitTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let recursing: Middleware<CounterState> = { store, action, next in
+                store.dispatchAction(action)
+                next(action)
+            }
+            let store = Store(
+                reducers: [counterReducer], state: CounterState(), middleware: [recursing])
+            store.dispatchAction(CounterAction.increment)
+        }
+        let words = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(words.contains(
+            "ReduxStore: dispatch refused: it would run 65 dispatches inside one another's "
+                + "middleware on this thread, past the limit of 64"))
+    }
+
+    @Test("actions reducers keep dispatching pass the chain one after the other, not one inside another")
+    func longReducerChain() {
+        let box = WeakStore<CounterState>()
+        let passed = Tally()
+        let spy: Middleware<CounterState> = { _, action, next in
+            passed.increment()
+            next(action)
+        }
+        // .add(n) for n > 0 dispatches .add(n - 1) from the reducer: a chain of 10,001 actions,
+        // far past the depth limit, each dispatched by the one before.
+        let reducer: Reducer<CounterState> = { state, action in
+            if case .add(let left)? = action as? CounterAction, left > 0 {
+                box.store?.dispatchAction(CounterAction.add(left - 1))
+            }
+            state.count += 1
+        }
+        let store = Store(reducers: [reducer], state: CounterState(), middleware: [spy])
+        box.store = store
+        store.dispatchAction(CounterAction.add(10_000))
+        #expect(store.version == 10_001)
+        #expect(store.currentState().count == 10_001)
+        #expect(passed.count == 10_001)
+        // And as a batch: its reducers' actions follow it the same way.
+        store.dispatchActions([CounterAction.add(3_000), CounterAction.add(0)])
+        #expect(store.version == 10_001 + 3_002)
+    }
+
+    @Test("actions dispatched by reducers through middleware come FIFO, as without middleware")
+    func reducerDispatchOrder() {
+        for withMiddleware in [false, true] {
+            let seen = Recorder<String>()
+            let box = WeakStore<CounterState>()
+            let reducer: Reducer<CounterState> = { state, action in
+                guard case .note(let text)? = action as? CounterAction else { return }
+                seen.append(text)
+                if text == "a" {
+                    box.store?.dispatchAction(CounterAction.note("b"))
+                    box.store?.dispatchAction(CounterAction.note("c"))
+                } else if text == "b" {
+                    box.store?.dispatchAction(CounterAction.note("d"))
+                }
+            }
+            let pass: Middleware<CounterState> = { _, action, next in next(action) }
+            let store = Store(
+                reducers: [reducer], state: CounterState(), middleware: withMiddleware ? [pass] : [])
+            box.store = store
+            store.dispatchAction(CounterAction.note("a"))
+            #expect(seen.all == ["a", "b", "c", "d"], "with middleware: \(withMiddleware)")
+        }
+    }
+
+    @Test("next called on another thread, from a call the middleware waits for: applied, and what its reducer dispatches too",
+          .timeLimit(.minutes(1)))
+    func nextOnAnotherThread() {
+        let box = WeakStore<CounterState>()
+        let elsewhere: Middleware<CounterState> = { _, action, next in
+            withoutActuallyEscaping(next) { next in
+                // On a thread of its own (a sync call on a queue would run on this one), joined.
+                let call = Unmanaged.passRetained(HandOver(next, action)).toOpaque()
+                var thread = pthread_t()
+                pthread_create(&thread, nil, { raw in
+                    Unmanaged<HandOver>.fromOpaque(raw!).takeRetainedValue().run()
+                    return nil
+                }, call)
+                pthread_join(thread, nil)
+            }
+        }
+        let reducer: Reducer<CounterState> = { state, action in
+            if case .note("spawn")? = action as? CounterAction {
+                box.store?.dispatchAction(CounterAction.add(10))
+            }
+            counterReducer(&state, action)
+        }
+        let store = Store(reducers: [reducer], state: CounterState(), middleware: [elsewhere])
+        box.store = store
+        store.dispatchAction(CounterAction.note("spawn"))
+        #expect(store.version == 2)
+        #expect(store.currentState().count == 10)
     }
 
     @Test("a store made with an empty middleware list behaves as one without")
