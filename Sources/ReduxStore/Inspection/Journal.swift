@@ -103,7 +103,6 @@ final class Journal: @unchecked Sendable {
     }
 
     private struct Shared {
-        var started = false
         var stopping = false
         var stopped = false
         /// Set by a dispatch that found the queue half full, or by ``flush(through:)``: the
@@ -135,7 +134,6 @@ final class Journal: @unchecked Sendable {
     @exclusivity(unchecked) private var staged = ByteBuffer()
     @exclusivity(unchecked) private var stagedEnds: [Int] = []
     @exclusivity(unchecked) private var spare: [JournalEntry] = []
-    private var thread = pthread_t()
 
     /// The longest line the journal writes (its newline not counted): the longest JSON text the
     /// journal's reader parses (``StoreLimits/maximumJSONTextSize``). An entry whose line would
@@ -172,7 +170,11 @@ final class Journal: @unchecked Sendable {
             markStopped()
             throw error
         }
+        // A writer that nobody joins: ``stop()`` waits for its `stopped`, which is all a join
+        // would wait for, and a stop that comes before the writer exists (another thread's
+        // `stopJournal` while this one starts) then needs no thread to join.
         let box = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
         let status = pthread_create(&thread, nil, { raw in
             let journal = Unmanaged<Journal>.fromOpaque(raw!).takeRetainedValue()
             journal.run()
@@ -184,7 +186,7 @@ final class Journal: @unchecked Sendable {
             markStopped()
             throw StoreError(.io, "journal \(path): could not start its writer thread (\(status))")
         }
-        state.withLock { $0.started = true }
+        pthread_detach(thread)
     }
 
     // MARK: The dispatch side (under the store's lock)
@@ -303,14 +305,9 @@ final class Journal: @unchecked Sendable {
     /// no dispatch appends to this journal any more (the store dropped it, or is going away).
     @discardableResult
     func stop() -> StoreError? {
-        let join = state.withLock { shared -> Bool in
-            if shared.stopping || !shared.started { return false }
-            shared.stopping = true
-            state.broadcast()
-            return true
-        }
-        if join { pthread_join(thread, nil) }
         state.lock()
+        state.valuePointer.pointee.stopping = true
+        state.broadcast()
         while !state.valuePointer.pointee.stopped { state.wait() }
         state.unlock()
         return takeProblem()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReduxStore
 import ReduxStoreTestSupport
 import Testing
@@ -24,6 +25,11 @@ private let gaugeReducer: Reducer<Gauge> = { state, action in
 private struct Calibrate: Action, Codable {
     var factor: Double
     var identifier: String { "calibrate" }
+}
+
+/// The threads of a race that are still at it.
+private final class Racing: Sendable {
+    let count = Mutex(3)
 }
 
 /// The journal at its edges, from Swift: what is in the file is whole and in order, and what is
@@ -158,6 +164,46 @@ struct JournalEdgeTests {
         #expect(replayed.currentState() == first.currentState())
         try second.startJournal(at: path)  // free again
         second.stopJournal()
+    }
+
+    @Test("starts and stops racing on three threads while a fourth dispatches: no hang, every line whole and in order")
+    func startsAndStopsRacing() async throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        let racing = Racing()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var value: Int64 = 0
+                while racing.count.withLock({ $0 }) > 0 {
+                    value += 1
+                    store.dispatchAction(JSONAction(identifier: "read", payload: .int(value)))
+                }
+            }
+            for _ in 0..<2 {
+                group.addTask {
+                    for _ in 0..<30 {  // each stop syncs the file: a few ms each
+                        do { try store.startJournal(at: path) } catch { Issue.record("startJournal: \(error)") }
+                    }
+                    racing.count.withLock { $0 -= 1 }
+                }
+            }
+            group.addTask {
+                for _ in 0..<30 { store.stopJournal() }
+                racing.count.withLock { $0 -= 1 }
+            }
+        }
+        try store.startJournal(at: path)
+        for _ in 0..<10 { store.dispatchAction(JSONAction(identifier: "read", payload: 1)) }
+        store.stopJournal()
+        let text = try #require(readText(path))
+        #expect(text.hasSuffix("\n"))
+        var last: UInt64 = 0
+        for line in text.split(separator: "\n") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            let version = try #require(object?["version"] as? UInt64)
+            #expect(version > last, "version \(version) after \(last)")
+            last = version
+        }
     }
 
     @Test("a FIFO, a device, a folder: refused at once, no journal runs")
