@@ -88,12 +88,36 @@ enum SavedStateFormat {
     {
         let root: OpaquePointer?
         do {
-            // The root object counts one level more than the state.
-            root = try JSONC.parse(bytes, maximumDepth: StoreLimits.maximumNestingDepth + 2)
+            root = try parse(bytes)
         } catch {
             throw StoreError(.corrupt, "not a saved state: \(error.message)")
         }
         defer { json_object_put(root) }
+        return try decode(type, fromTree: root)
+    }
+
+    /// Parses JSON text as a saved state's is parsed: a tree the caller owns (NULL for `null`).
+    /// The root object counts one level more than the state.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) -> OpaquePointer? {
+        try JSONC.parse(bytes, maximumDepth: StoreLimits.maximumNestingDepth + 2)
+    }
+
+    /// Whether `root` is marked as a saved state: an object with `"reduxstore": 1` and a
+    /// `"state"`. (What ``decode(_:fromTree:)`` then refuses is a broken saved state, not
+    /// another kind of JSON.)
+    static func isMarked(_ root: OpaquePointer?) -> Bool {
+        var marker: OpaquePointer?
+        return json_object_get_type(root) == json_type_object
+            && json_object_object_get_ex(root, formatKey, &marker) != 0
+            && json_object_get_type(marker) == json_type_int && json_object_get_int64(marker) == formatVersion
+            && json_object_object_get_ex(root, "state", nil) != 0
+    }
+
+    /// Decodes a parsed saved state (borrowed): the state as a `State` and its version, with
+    /// the rules of ``decode(_:from:)``.
+    static func decode<State: Decodable>(_ type: State.Type, fromTree root: OpaquePointer?)
+        throws(StoreError) -> (State, UInt64)
+    {
         guard let root, json_object_get_type(root) == json_type_object else {
             throw StoreError(.corrupt, "not a saved state: expected object, found \(JSONC.kindName(root))")
         }

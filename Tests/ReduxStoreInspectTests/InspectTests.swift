@@ -133,6 +133,28 @@ struct InspectTests {
         #expect(member.out == "2\n")
     }
 
+    @Test("show reads a saved state by the store's rules: a state 256 levels deep, other keys beside")
+    func savedStateAsTheStoreReadsIt() throws {
+        let folder = temporaryFolder()
+        // Given a state nested as deep as a store saves and opens it.
+        let deep = folder + "/deep.json"
+        let nest = String(repeating: "[", count: 256) + String(repeating: "]", count: 256)
+        try #"{"reduxstore":1,"version":3,"state":\#(nest)}"#.write(toFile: deep, atomically: true, encoding: .utf8)
+        let store = try Store<JSONValue>(contentsOf: deep, reducers: [])
+        #expect(store.version == 3)
+        // When shown, then it is a saved state at version 3, as the store read it.
+        let shown = try inspect("show", deep, "--pointer", "/0/0", "--json")
+        #expect(shown.status == 0, "\(shown.err)")
+        #expect(shown.out.hasPrefix(#"{"file":"\#(deep)","pointer":"/0/0","value":[[[["#))
+        #expect(shown.out.hasSuffix(#"]]]],"version":3}"# + "\n"))
+        // A key beside the three: the store opens it as a saved state, and so does show.
+        let extra = folder + "/extra.json"
+        try #"{"reduxstore":1,"version":4,"state":{"a":1},"note":"x"}"#.write(toFile: extra, atomically: true, encoding: .utf8)
+        #expect(try Store<JSONValue>(contentsOf: extra, reducers: []).version == 4)
+        let extraShown = try inspect("show", extra, "--json")
+        #expect(extraShown.out == #"{"file":"\#(extra)","pointer":"","value":{"a":1},"version":4}"# + "\n")
+    }
+
     @Test("bad files: exit status 1 and one line naming the file and the byte")
     func badFiles() throws {
         let folder = temporaryFolder()
@@ -298,7 +320,7 @@ struct InspectTests {
              #"deep.journal:2: patch[0]: path "\#(deepPath)": the state would nest 500 containers deep, more than the limit of 256"#),
             // A saved state's version: at most 2^63 - 2, as the store reads it.
             (["show", try file("v63.json", #"{"reduxstore":1,"version":9223372036854775807,"state":{}}"#)],
-             #"\#(folder)/v63.json: a saved state whose "version" is not a whole number from 0 to 2^63 - 2"#),
+             #"\#(folder)/v63.json: not a saved state: version: expected a whole number from 0 to 2^63 - 2"#),
             // A newline and an escape sequence quoted from the input stay escaped, on one line.
             (["state", base, try file("control.journal", #"{"version":1,"identifier":"a",\#(time),"patch":[{"op":"remove","path":"/a\nb\u001b[31m\u009b"}]}"# + "\n"), "--at", "1"],
              #"control.journal:1: patch[0]: path "/a\u000ab\u001b[31m\u009b": no such member: the document has no key "a\u000ab\u001b[31m\u009b""#),

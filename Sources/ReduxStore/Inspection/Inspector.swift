@@ -16,7 +16,8 @@ package enum Inspector {
     }
 
     /// Reads `path`: a saved state (`{"reduxstore":1,"version":N,"state":…}`, as
-    /// ``Store/save(to:)`` writes it) or any JSON text.
+    /// ``Store/save(to:)`` writes it, read by the rules ``Store/init(contentsOf:reducers:)``
+    /// reads it with: any object with `"reduxstore": 1` and a `"state"` is one) or any JSON text.
     package static func readDocument(_ path: String) throws(StoreError) -> Document {
         let bytes: [UInt8]
         switch try RegularFile.read(path, maximumSize: StoreLimits.maximumJSONTextSize) {
@@ -24,27 +25,24 @@ package enum Inspector {
         case .larger(let bound):
             throw StoreError(.limit, "\(path): larger than \(bound) bytes")
         }
-        let value: JSONValue
         do {
             // The bytes as they are: through a String, invalid UTF-8 would become U+FFFD (read
-            // without a word, and every byte offset after it off by two).
-            let tree = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) in try JSONC.parse(buffer) }
+            // without a word, and every byte offset after it off by two). Parsed as the store
+            // parses a saved state, whose root object counts one level more than the state.
+            let tree = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) in
+                try SavedStateFormat.parse(buffer)
+            }
             defer { json_object_put(tree) }
-            value = try JSONCDecoder().decode(JSONValue.self, from: tree)
+            if SavedStateFormat.isMarked(tree) {
+                // A saved state, read by the store's own rules.
+                let (state, version) = try SavedStateFormat.decode(JSONValue.self, fromTree: tree)
+                return Document(value: state, version: version)
+            }
+            // Any other JSON: the decoder keeps it within the nesting limit.
+            return Document(value: try JSONCDecoder().decode(JSONValue.self, from: tree), version: nil)
         } catch {
             throw StoreError(error.kind, "\(path): \(error.message)")
         }
-        if case .object(let members) = value, members.count == 3, members[SavedStateFormat.formatKey] == .int(SavedStateFormat.formatVersion),
-           let state = members["state"]
-        {
-            guard case .int(let version)? = members["version"], version >= 0,
-                  SavedStateFormat.versions.contains(UInt64(version))
-            else {
-                throw StoreError(.corrupt, "\(path): a saved state whose \"version\" is not \(SavedStateFormat.versionsInWords)")
-            }
-            return Document(value: state, version: UInt64(version))
-        }
-        return Document(value: value, version: nil)
     }
 
     /// The value at the JSON Pointer `pointer` (RFC 6901; `""` is the whole document).

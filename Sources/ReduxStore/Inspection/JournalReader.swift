@@ -67,10 +67,13 @@ package enum JournalReader {
         var previous: UInt64?
         // A file is read a piece at a time: a journal can be larger than memory. At most one
         // line (up to the limit on JSON text) and one piece are held at once.
-        var piece = [UInt8](repeating: 0, count: 1 << 20)
+        var piece: [UInt8] = []
         for file in files {
-            let (fd, _) = try RegularFile.openForReading(file)
+            let (fd, size) = try RegularFile.openForReading(file)
             defer { close(fd) }
+            // A megabyte, or less for a smaller file (a few lines are read often, and quickly).
+            let pieceSize = min(1 << 20, max(size + 1, 1 << 12))
+            if piece.count < pieceSize { piece = [UInt8](repeating: 0, count: pieceSize) }
             let name = file.split(separator: "/").last.map(String.init) ?? file
             var lineNumber = 0
             // Bytes read and not yet a whole line; no newline before `scanned`.

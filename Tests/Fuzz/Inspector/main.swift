@@ -9,8 +9,9 @@
 //    diff from the state to each rebuilt one applied back.
 // Every call must return or throw a StoreError with words, never trap. What succeeds must hold
 // together: a journal's versions are contiguous (last - first + 1 entries), its counts add up,
-// a replayed store stands at the last version, a diff applied to its source gives its target,
-// and what is printed (JSON, as the CLI prints it) is printed without a trap.
+// a replayed store stands at the last version, a saved state reads as Store(contentsOf:) opens
+// it (the same version and state, and no file one way only), a diff applied to its source gives
+// its target, and what is printed (JSON, as the CLI prints it) is printed without a trap.
 //
 // Fuzzing build (scripts/fuzz): -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING; the binary
 // takes libFuzzer's options. Plain build: `fuzz-inspector FILE_OR_FOLDER...` runs the harness
@@ -145,9 +146,20 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // Whole: a journal and a state.
     bytes.withUnsafeBufferPointer { writeFile(Files.whole, $0) }
     _ = journal(Files.whole)
-    if let whole = document(Files.whole, pointer: "/0") {
+    let whole = document(Files.whole, pointer: "/0")
+    if let whole {
         checkDiff(whole.value, .object([:]))
         checkDiff(.array([]), whole.value)
+    }
+    // A saved state is one for the inspector exactly when it is one for the store, with the
+    // same version and state.
+    let store = try? Store<JSONValue>(contentsOf: Files.whole, reducers: [])
+    if let store {
+        guard let whole, whole.version == store.version, whole.value == store.currentState() else {
+            fatalError("the store opens a saved state at version \(store.version) that show reads otherwise")
+        }
+    } else if let version = whole?.version {
+        fatalError("show reads a saved state at version \(version) that the store does not open")
     }
 
     // Split: a journal, a state and a pointer.
