@@ -47,7 +47,10 @@ static void grow(json_object *state, const char *identifier, json_object *payloa
     }
 }
 
-static int child(const char *path)
+/* The child: dispatches and saves until it is killed. It writes a byte to `ready` once its store
+ * exists, so that the parent's random pause starts when the child is at work, however slowly the
+ * process started (a loaded machine, AddressSanitizer). */
+static int child(const char *path, int ready)
 {
     rdx_reducer reducer = { grow, NULL };
     rdx_status status;
@@ -58,6 +61,7 @@ static int child(const char *path)
         json_object_put(initial);
     }
     if (store == NULL) return 2;
+    if (write(ready, "r", 1) != 1) return 5;
     for (;;) {
         if (rdx_store_dispatch_action(store, "grow", NULL) != RDX_OK) return 3;
         if (rdx_store_save(store, path) != RDX_OK) return 4;
@@ -105,7 +109,7 @@ static int strays(const char *folder, const char *keep)
 
 int main(int argc, char **argv)
 {
-    if (argc == 3 && strcmp(argv[1], "--child") == 0) return child(argv[2]);
+    if (argc == 4 && strcmp(argv[1], "--child") == 0) return child(argv[2], atoi(argv[3]));
 
     char folder[] = "/tmp/reduxstore-crash-XXXXXX";
     char path[256];
@@ -121,12 +125,21 @@ int main(int argc, char **argv)
     uint64_t last_version = 0, version = 0;
     for (int round = 0; round < kills; round++) {
         check_watchdog(CHECK_TEST_SECONDS);
+        int ready[2];
+        char fd_text[16];
+        char byte;
+        CHECK(pipe(ready) == 0);
+        snprintf(fd_text, sizeof fd_text, "%d", ready[1]);
         pid_t pid = fork();
         if (pid == 0) {
-            execl(argv[0], argv[0], "--child", path, (char *)NULL);
+            close(ready[0]);
+            execl(argv[0], argv[0], "--child", path, fd_text, (char *)NULL);
             _exit(127);
         }
         CHECK(pid > 0);
+        close(ready[1]);
+        CHECK(read(ready[0], &byte, 1) == 1); /* the child's store exists: it is at work */
+        close(ready[0]);
         /* 5 to 80 ms: the child is in the middle of some dispatch or save by then. */
         struct timespec pause = { 0, (5 + rand() % 76) * 1000000L };
         nanosleep(&pause, NULL);
