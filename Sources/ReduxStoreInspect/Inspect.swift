@@ -161,6 +161,13 @@ struct JournalSummary: ParsableCommand {
             print("batches          \(summary.batches.formatted()) (\(summary.entriesInBatches.formatted()) entries)")
             print("not replayable   \(summary.notReplayable.formatted())")
             print("with a patch     \(summary.withPatch.formatted())")
+            // What the journal could not write says so in its line; the summary names the first.
+            if let first = summary.firstPayloadLeftOut {
+                print("payload left out \(summary.payloadLeftOut.formatted()) (first: \(StoreError.printable(first)))")
+            }
+            if let first = summary.firstPatchLeftOut {
+                print("patch left out   \(summary.patchLeftOut.formatted()) (first: \(StoreError.printable(first)))")
+            }
             if !summary.identifiers.isEmpty {
                 print("actions per identifier")
                 let width = summary.identifiers.map { $0.count.formatted().count }.max() ?? 1

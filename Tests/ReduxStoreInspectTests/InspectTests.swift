@@ -202,6 +202,38 @@ struct InspectTests {
         #expect((summary["seconds"] as? Double).map { $0 >= 0 && $0 < 60 } == true)
     }
 
+    @Test("journal, state: lines the journal wrote without their payload or patch are counted and named")
+    func leftOutParts() throws {
+        // Given a journal whose version 2 holds NaN in its state and in its payload.
+        let folder = temporaryFolder()
+        let path = folder + "/gauge.journal"
+        let store = Store<JSONValue>(reducers: [{ state, action in
+            if let action = action as? JSONAction, let payload = action.payload { state = ["reading": payload] }
+        }], state: ["reading": 0])
+        var options = JournalOptions()
+        options.recordPatches = true
+        try store.startJournal(at: path, options: options)
+        store.dispatchAction(JSONAction(identifier: "read", payload: 1))
+        store.dispatchAction(JSONAction(identifier: "read", payload: .double(.nan)))
+        store.dispatchAction(JSONAction(identifier: "read", payload: 3))
+        #expect(throws: StoreError.self) { try store.flushJournal() }
+        store.stopJournal()
+        // When summarised: the left-out parts are counted, the first named with its line.
+        let summary = try inspect("journal", path)
+        #expect(summary.status == 0)
+        #expect(summary.out.contains(
+            #"payload left out 1 (first: gauge.journal:2: its payload holds a number JSON cannot hold (NaN or an infinity) at "")"#))
+        #expect(summary.out.contains(
+            #"patch left out   1 (first: gauge.journal:2: the patch holds a number JSON cannot hold (NaN or an infinity) at "/reading")"#))
+        // When the state is rebuilt past it: exit status 1, the line and the reason.
+        let base = folder + "/base.json"
+        try #"{"reading":0}"#.write(toFile: base, atomically: true, encoding: .utf8)
+        #expect(try inspect("state", base, path, "--at", "1").out == "state at version 1\n{\n  \"reading\" : 1\n}\n")
+        let rebuilt = try inspect("state", base, path, "--at", "3")
+        #expect(rebuilt.status == 1)
+        #expect(rebuilt.err == #"reduxstore-inspect: gauge.journal:2: the patch of version 2 was not recorded: the patch holds a number JSON cannot hold (NaN or an infinity) at "/reading""# + "\n")
+    }
+
     @Test("journal: a gap, a torn line, not a journal: the file and line")
     func badJournals() throws {
         let folder = temporaryFolder()

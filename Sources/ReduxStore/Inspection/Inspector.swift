@@ -95,6 +95,14 @@ package enum Inspector {
         package var notReplayable = 0
         /// Entries that carry a patch (the journal was recorded with `recordPatches`).
         package var withPatch = 0
+        /// Entries whose payload the journal could not write (`"payloadError"`), and the first
+        /// one's place and reason (`app.journal:17: …`).
+        package var payloadLeftOut = 0
+        package var firstPayloadLeftOut: String?
+        /// Entries whose patch was asked for and could not be made or written (`"patchError"`),
+        /// and the first one's place and reason.
+        package var patchLeftOut = 0
+        package var firstPatchLeftOut: String?
 
         package struct IdentifierCount: Codable, Sendable, Equatable {
             package var identifier: String
@@ -129,6 +137,14 @@ package enum Inspector {
             lastBatch = line.batch
             if !line.replayable { summary.notReplayable += 1 }
             if line.patch != nil { summary.withPatch += 1 }
+            if let reason = line.payloadError {
+                summary.payloadLeftOut += 1
+                if summary.firstPayloadLeftOut == nil { summary.firstPayloadLeftOut = "\(line.place): \(reason)" }
+            }
+            if let reason = line.patchError {
+                summary.patchLeftOut += 1
+                if summary.firstPatchLeftOut == nil { summary.firstPatchLeftOut = "\(line.place): \(reason)" }
+            }
             if summary.entries % progressEvery == 0 { progress(summary.entries) }
             return true
         }
