@@ -113,19 +113,6 @@ static void pointer_observer(rdx_store *store, const char *name, uint64_t versio
     seen->calls++;
 }
 
-/* "set": sets state[payload.key] = payload.value. */
-static void keyed_reduce(json_object *state, const char *identifier, json_object *payload,
-                         void *context)
-{
-    json_object *key = NULL, *value = NULL;
-    (void)context;
-    if (strcmp(identifier, "set") == 0 && payload != NULL &&
-        json_object_object_get_ex(payload, "key", &key) &&
-        json_object_object_get_ex(payload, "value", &value)) {
-        json_object_object_add(state, json_object_get_string(key), json_object_get(value));
-    }
-}
-
 /* An observer of "/e\u0301" hears of that key's changes only; one of "/\u00e9" of its own. */
 static void test_pointer_observer(void)
 {
@@ -136,7 +123,7 @@ static void test_pointer_observer(void)
     TEST("pointer_observer");
     memset(&decomposed, 0, sizeof decomposed);
     memset(&precomposed, 0, sizeof precomposed);
-    reducer.reduce = keyed_reduce;
+    reducer.reduce = util_keyed_reduce;
     reducer.context = NULL;
     store = util_store(&reducer, 1);
     if (store == NULL) return;
@@ -227,7 +214,7 @@ static void test_journal_patches(void)
     TEST("journal_patches");
     CHECK(mkdtemp(folder) != NULL);
     snprintf(path, sizeof path, "%s/journal.jsonl", folder);
-    reducer.reduce = keyed_reduce;
+    reducer.reduce = util_keyed_reduce;
     reducer.context = NULL;
     store = util_store(&reducer, 1);
     if (store == NULL) return;

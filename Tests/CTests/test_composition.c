@@ -302,21 +302,6 @@ static void pointer_observer(rdx_store *store, const char *name, uint64_t versio
     snprintf(seen->name, sizeof seen->name, "%s", name);
 }
 
-/* "set": sets state[payload.key] = payload.value; "del": removes state[payload]. */
-static void keyed_reduce(json_object *state, const char *identifier, json_object *payload,
-                         void *context)
-{
-    json_object *key = NULL, *value = NULL;
-    (void)context;
-    if (strcmp(identifier, "set") == 0 && payload != NULL &&
-        json_object_object_get_ex(payload, "key", &key) &&
-        json_object_object_get_ex(payload, "value", &value)) {
-        json_object_object_add(state, json_object_get_string(key), json_object_get(value));
-    } else if (strcmp(identifier, "del") == 0 && payload != NULL) {
-        json_object_object_del(state, json_object_get_string(payload));
-    }
-}
-
 /* Called only when the value at the pointer changed (appearing and disappearing included). */
 static void test_observe_pointer(void)
 {
@@ -328,7 +313,7 @@ static void test_observe_pointer(void)
     TEST("observe_pointer");
     memset(&a, 0, sizeof a);
     memset(&whole, 0, sizeof whole);
-    reducer.reduce = keyed_reduce;
+    reducer.reduce = util_keyed_reduce;
     reducer.context = NULL;
     store = util_store(&reducer, 1);
     if (store == NULL) return;

@@ -42,6 +42,21 @@ static inline void util_counter_reduce(json_object *state, const char *identifie
     }
 }
 
+/* "set": sets state[payload.key] = payload.value; "del": removes state[payload]. */
+static inline void util_keyed_reduce(json_object *state, const char *identifier,
+                                     json_object *payload, void *context)
+{
+    json_object *key = NULL, *value = NULL;
+    (void)context;
+    if (strcmp(identifier, "set") == 0 && payload != NULL &&
+        json_object_object_get_ex(payload, "key", &key) &&
+        json_object_object_get_ex(payload, "value", &value)) {
+        json_object_object_add(state, json_object_get_string(key), json_object_get(value));
+    } else if (strcmp(identifier, "del") == 0 && payload != NULL) {
+        json_object_object_del(state, json_object_get_string(payload));
+    }
+}
+
 /* A store whose state is {"count": 0}, with the counter reducer. */
 static inline rdx_store *util_counter_store(void)
 {
