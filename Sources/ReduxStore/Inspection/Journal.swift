@@ -19,8 +19,10 @@ public struct JournalOptions: Sendable {
     /// state), so the state at any version can be rebuilt without the reducers. Costs a
     /// snapshot and a diff per action. `false` by default.
     public var recordPatches = false
-    /// The size in bytes past which the journal file is rotated: `journal` becomes `journal.1`,
-    /// `journal.1` becomes `journal.2`, and so on. 64 MiB by default.
+    /// The size in bytes a journal file does not pass: before a line that would take it past this
+    /// size (its page padding counted), the file is rotated: `journal` becomes `journal.1`,
+    /// `journal.1` becomes `journal.2`, and so on. A file is larger only when it holds a single
+    /// line that is. 64 MiB by default.
     public var maximumFileSize = 64 << 20
     /// How many rotated files are kept besides the current one; older ones are deleted. 8 by
     /// default.
