@@ -71,7 +71,7 @@ protocol CStoreCore: AnyObject, Sendable {
 }
 
 extension CStoreCore {
-    func enqueue(_ action: any Action) { store.enqueue(erased: action) }
+    func enqueue(_ action: any Action) { store.enqueueAction(action) }
 
     func dispatchBatch(_ actions: [any Action]) throws(StoreError) {
         try store.checkMiddlewareDepth()
