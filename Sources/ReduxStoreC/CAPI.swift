@@ -119,7 +119,7 @@ public func rdx_store_add_observer_full(
 public func rdx_store_remove_observer(_ store: OpaquePointer?, _ token: UInt64) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            guard token != 0, handle.removeObserver(ObserverToken(rawValue: token)) else {
+            guard token != 0, handle.removeObserver(rawValue: token) else {
                 throw StoreError(
                     .invalidArgument, "observer token \(token) is not registered with this store")
             }

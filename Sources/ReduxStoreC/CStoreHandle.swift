@@ -29,8 +29,9 @@ final class CStoreHandle: @unchecked Sendable {
     private struct Lifecycle {
         /// The handle itself while C holds references; dropped by ``close()``.
         var keepAlive: CStoreHandle?
-        /// The observers C registered through this handle, removed when it closes.
-        var tokens: Set<ObserverToken> = []
+        /// The observers C registered through this handle, by the number C holds (the token's
+        /// `rawValue`), removed when it closes.
+        var tokens: [UInt64: ObserverToken] = [:]
         /// Set by ``close()``: enqueueing is refused from then on.
         var closed = false
         /// An action was enqueued through this handle since ``close()`` last flushed.
@@ -89,13 +90,13 @@ final class CStoreHandle: @unchecked Sendable {
             core.flush()
             if !lifecycle.withLock({ $0.enqueuedSinceFlush }) { break }
         }
-        let tokens = lifecycle.withLock { state -> Set<ObserverToken>? in
+        let tokens = lifecycle.withLock { state -> [UInt64: ObserverToken].Values? in
             // A retain after the count reached 0 revived the store; a concurrent close of that
             // owner's release may have closed it already.
             guard !state.closed, references.load(ordering: .acquiring) == 0 else { return nil }
             state.closed = true
-            defer { state.tokens = [] }
-            return state.tokens
+            defer { state.tokens = [:] }
+            return state.tokens.values
         }
         guard let tokens else { return }
         for token in tokens { _ = core.removeObserver(token) }
@@ -156,7 +157,7 @@ final class CStoreHandle: @unchecked Sendable {
             CContextRelease(function: release, context: context).callAsFunction
         }
         let token = core.addObserver(name: name, onRelease: onRelease, selecting: nil) { call($0) }
-        lifecycle.withLock { _ = $0.tokens.insert(token) }
+        lifecycle.withLock { $0.tokens[token.rawValue] = token }
         return token
     }
 
@@ -178,13 +179,16 @@ final class CStoreHandle: @unchecked Sendable {
         ) {
             _ in call()
         }
-        lifecycle.withLock { _ = $0.tokens.insert(token) }
+        lifecycle.withLock { $0.tokens[token.rawValue] = token }
         return token
     }
 
-    /// Removes an observer registered through this handle; `false` for any other token.
-    func removeObserver(_ token: ObserverToken) -> Bool {
-        guard lifecycle.withLock({ $0.tokens.remove(token) }) != nil else { return false }
+    /// Removes the observer C knows by `rawValue` if it was registered through this handle;
+    /// `false` for any other number.
+    func removeObserver(rawValue: UInt64) -> Bool {
+        guard let token = lifecycle.withLock({ $0.tokens.removeValue(forKey: rawValue) }) else {
+            return false
+        }
         return core.removeObserver(token)
     }
 }
