@@ -1,6 +1,6 @@
 /// What every ``Store`` can do whatever its state type: the face used where a block that runs
 /// elsewhere must not capture the state's type.
-package protocol AnyStore: AnyObject, Sendable {
+protocol AnyStore: AnyObject, Sendable {
     var version: UInt64 { get }
     @discardableResult func removeObserver(_ token: ObserverToken) -> Bool
     func drainEnqueued(upTo target: UInt64?)

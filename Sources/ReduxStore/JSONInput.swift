@@ -23,7 +23,7 @@ package enum JSONInput {
 
     /// Fails with `RDX_EDECODE` if the bytes are not valid UTF-8. ASCII is checked byte by byte;
     /// only text with other bytes is decoded.
-    package static func utf8(_ pointer: UnsafePointer<CChar>, length: Int, what: String) throws(StoreError) {
+    static func utf8(_ pointer: UnsafePointer<CChar>, length: Int, what: String) throws(StoreError) {
         let bytes = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
         var index = 0
         while index < length, bytes[index] < 0x80 { index += 1 }

@@ -37,7 +37,7 @@ package struct Locked<Value>: @unchecked Sendable {
     /// turn rather than a value (`Locked<Void>`). (An `inout` access to a value of no size is
     /// one ThreadSanitizer can report against the lock's own reads of the storage.)
     @inline(__always)
-    package func withLockHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    func withLockHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         storage.lock()
         defer { storage.unlock() }
         return try body()
@@ -54,7 +54,7 @@ package struct Locked<Value>: @unchecked Sendable {
     /// The value's address, to be touched only while holding the lock. Valid as long as this
     /// `Locked` (its storage) is alive.
     @inline(__always)
-    package var valuePointer: UnsafeMutablePointer<Value> {
+    var valuePointer: UnsafeMutablePointer<Value> {
         storage.withUnsafeMutablePointerToHeader { $0 }
     }
 
@@ -72,11 +72,11 @@ package struct Locked<Value>: @unchecked Sendable {
     /// Wakes every thread waiting in ``wait()``. Call it holding the lock, after changing what
     /// they wait for.
     @inline(__always)
-    package func broadcast() { storage.broadcast() }
+    func broadcast() { storage.broadcast() }
 }
 
 /// The pthread pair of a ``Locked`` value.
-package struct LockPrimitives {
+struct LockPrimitives {
     var mutex = pthread_mutex_t()
     var condition = pthread_cond_t()
 }

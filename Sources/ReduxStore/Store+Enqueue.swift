@@ -77,7 +77,7 @@ extension Store {
     package var canEnqueue: Bool { !ForkGeneration.isForkedChild }
 
     /// ``enqueueAction(_:)`` for an action already in an existential box (kept as it is).
-    package func enqueue(erased action: any Action) {
+    func enqueue(erased action: any Action) {
         precondition(canEnqueue, "ReduxStore: enqueueAction in a child process made by fork()")
         let schedule = enqueued.state.withLock { backlog -> Bool in
             backlog.actions.append(action)
@@ -119,7 +119,7 @@ extension Store {
     }
 
     /// Whether every action enqueued so far was applied and its synchronous observers ran.
-    package var isQueueIdle: Bool {
+    var isQueueIdle: Bool {
         enqueued.state.withLock { $0.appliedCount == $0.enqueuedCount }
     }
 
@@ -129,7 +129,7 @@ extension Store {
     /// An action applied by a drain nested in an observer has its notification delivered only
     /// after the outer action's round; it counts as applied (for `flush` on other threads) once
     /// the outer action's dispatch returned.
-    package func drainEnqueued(upTo target: UInt64?) {
+    func drainEnqueued(upTo target: UInt64?) {
         let me = currentThreadID()
         let lock = enqueued.state
         let backlog = lock.valuePointer

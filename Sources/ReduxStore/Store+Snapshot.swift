@@ -49,7 +49,7 @@ extension Store {
     /// The tape of the current state, counted as read (the caller decrements `readers` with
     /// release ordering when done): the kept one if the version did not change. Inside a
     /// reducer, a fresh tape of the state as it is now.
-    package func encodedSnapshot() throws(StoreError) -> SnapshotTape {
+    func encodedSnapshot() throws(StoreError) -> SnapshotTape {
         if isInsideReducer {
             try checkReadableInsideReducer("currentState()")
             let tape = SnapshotTape()

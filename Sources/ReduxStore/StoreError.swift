@@ -146,7 +146,7 @@ package enum CodingPath {
     }
 
     /// `payload` + `items[3]` → `payload.items[3]`; `payload` + `[3]` → `payload[3]`.
-    package static func join(_ prefix: String?, _ path: String) -> String {
+    static func join(_ prefix: String?, _ path: String) -> String {
         guard let prefix, !prefix.isEmpty else { return path }
         if path.isEmpty { return prefix }
         return path.hasPrefix("[") ? prefix + path : "\(prefix).\(path)"
@@ -154,21 +154,21 @@ package enum CodingPath {
 }
 
 /// The key coders in ReduxStore use for array positions: prints as `[N]` in coding paths.
-package struct IndexKey: CodingKey, Sendable {
-    package let intValue: Int?
-    package var stringValue: String { "Index \(intValue!)" }
-    package init(_ index: Int) { self.intValue = index }
-    package init?(intValue: Int) { self.intValue = intValue }
-    package init?(stringValue: String) { return nil }
+struct IndexKey: CodingKey, Sendable {
+    let intValue: Int?
+    var stringValue: String { "Index \(intValue!)" }
+    init(_ index: Int) { self.intValue = index }
+    init?(intValue: Int) { self.intValue = intValue }
+    init?(stringValue: String) { return nil }
 }
 
 /// A key made from a plain string or integer, for `superEncoder` and dictionary keys.
-package struct AnyCodingKey: CodingKey, Sendable {
-    package let stringValue: String
-    package let intValue: Int?
-    package init(stringValue: String) { self.stringValue = stringValue; self.intValue = nil }
-    package init(intValue: Int) { self.stringValue = String(intValue); self.intValue = intValue }
-    package init(_ key: some CodingKey) { self.stringValue = key.stringValue; self.intValue = key.intValue }
+struct AnyCodingKey: CodingKey, Sendable {
+    let stringValue: String
+    let intValue: Int?
+    init(stringValue: String) { self.stringValue = stringValue; self.intValue = nil }
+    init(intValue: Int) { self.stringValue = String(intValue); self.intValue = intValue }
+    init(_ key: some CodingKey) { self.stringValue = key.stringValue; self.intValue = key.intValue }
     /// The key `superEncoder()` and `superDecoder()` use: `"super"`.
-    package static let `super` = AnyCodingKey(stringValue: "super")
+    static let `super` = AnyCodingKey(stringValue: "super")
 }

@@ -16,7 +16,7 @@ package enum StoreFile {
     ///   or ``StoreError/Kind/decode`` for a state or version a file cannot hold (see
     ///   ``SavedStateFormat``), ``StoreError/Kind/io`` for a target that is not a regular file
     ///   or a write that failed (see ``AtomicFile``). The file at `path` is then as it was.
-    package static func writeState(_ state: OpaquePointer?, version: UInt64, to path: String)
+    static func writeState(_ state: OpaquePointer?, version: UInt64, to path: String)
         throws(StoreError)
     {
         do {

@@ -88,6 +88,6 @@ extension StoreNotification.Name {
 public struct ObserverToken: Hashable, Sendable, CustomStringConvertible {
     /// The token's number (the C face hands it out as a `uint64_t`); never 0.
     public let rawValue: UInt64
-    package init(rawValue: UInt64) { self.rawValue = rawValue }
+    init(rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "ObserverToken(\(rawValue))" }
 }

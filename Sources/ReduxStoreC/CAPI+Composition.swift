@@ -19,7 +19,7 @@ public func rdx_store_create_with_middleware(
         let initialState = try CInput.required(initialState, "initial_state")
         try CInput.tree(initialState, "initial_state")
         let state = JSONCTree(adopting: try JSONCTree.deepCopy(initialState))
-        return JSONCTreeStoreHandle(
+        return JSONCTreeStoreCore.makeHandle(
             state: state, version: 0, reducers: reducers, middleware: middleware)
     }
 }
@@ -51,14 +51,14 @@ public func rdx_store_dispatch_batch_json(
                 for (index, part) in parts.enumerated() {
                     do throws(StoreError) {
                         actions.append(
-                            try handle.makeAction(identifier: part.identifier, payload: part.payload))
+                            try handle.core.makeAction(identifier: part.identifier, payload: part.payload))
                     } catch {
                         throw error.prefixed("[\(index)]")
                     }
                 }
                 return actions
             }
-            try handle.dispatchBatch(actions)
+            try handle.core.dispatchBatch(actions)
         }
     }
 }
@@ -86,7 +86,7 @@ public func rdx_store_current_value(
     do {
         return try CStoreHandle.with(store) { (handle) throws(StoreError) -> OpaquePointer? in
             let pointer = try JSONPointerText(checking: pointer)
-            let (value, found) = try handle.currentValue(at: pointer.text)
+            let (value, found) = try handle.core.currentValue(at: pointer.text)
             guard found else {
                 throw StoreError(
                     .invalidArgument,

@@ -10,7 +10,7 @@ public func rdx_store_start_journal(
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let path = String(cString: try CInput.required(path, "path"))
-            try handle.startJournal(at: path, recordPatches: recordPatches)
+            try handle.core.startJournal(at: path, recordPatches: recordPatches)
         }
     }
 }
@@ -19,7 +19,7 @@ public func rdx_store_start_journal(
 public func rdx_store_stop_journal(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            try handle.stopJournal()
+            try handle.core.stopJournal()
         }
     }
 }
@@ -28,7 +28,7 @@ public func rdx_store_stop_journal(_ store: OpaquePointer?) -> rdx_status {
 public func rdx_store_flush_journal(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            try handle.flushJournal()
+            try handle.core.flushJournal()
         }
     }
 }

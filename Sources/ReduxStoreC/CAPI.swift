@@ -19,7 +19,7 @@ public func rdx_store_create(
         // Checked here with its name in the words; then copied as it is (not checked again).
         try CInput.tree(initialState, "initial_state")
         let state = JSONCTree(adopting: try JSONCTree.deepCopy(initialState))
-        return JSONCTreeStoreHandle(state: state, version: 0, reducers: reducers)
+        return JSONCTreeStoreCore.makeHandle(state: state, version: 0, reducers: reducers)
     }
 }
 
@@ -37,7 +37,7 @@ public func rdx_store_open(
                 .corrupt, "\(path): state: null cannot be a C store's state (its reducers "
                     + "could not mutate it)")
         }
-        return JSONCTreeStoreHandle(state: state, version: version, reducers: reducers)
+        return JSONCTreeStoreCore.makeHandle(state: state, version: version, reducers: reducers)
     }
 }
 
@@ -73,7 +73,7 @@ public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             try handle.checkCanEnqueue()
-            handle.flush()
+            handle.core.flush()
         }
     }
 }
@@ -82,7 +82,7 @@ public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
 public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
     do {
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            try handle.currentState()
+            try handle.core.currentState()
         }
     } catch {
         _ = error.record()
@@ -92,7 +92,7 @@ public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
 
 @c @implementation
 public func rdx_store_version(_ store: OpaquePointer?) -> UInt64 {
-    guard let version = try? CStoreHandle.with(store, { $0.version }) else {
+    guard let version = try? CStoreHandle.with(store, { $0.core.version }) else {
         LastError.set("store is NULL")
         return 0
     }
@@ -119,7 +119,7 @@ public func rdx_store_add_observer_full(
 public func rdx_store_remove_observer(_ store: OpaquePointer?, _ token: UInt64) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            guard token != 0, handle.removeObserver(ObserverToken(rawValue: token)) else {
+            guard token != 0, handle.removeObserver(rawValue: token) else {
                 throw StoreError(
                     .invalidArgument, "observer token \(token) is not registered with this store")
             }
@@ -132,7 +132,7 @@ public func rdx_store_save(_ store: OpaquePointer?, _ path: UnsafePointer<CChar>
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let path = String(cString: try CInput.required(path, "path"))
-            try handle.save(to: path)
+            try handle.core.save(to: path)
         }
     }
 }

@@ -3,7 +3,7 @@ internal import CReduxStoreAPI
 import ReduxStore
 import Synchronization
 
-/// The object behind an `rdx_store *`.
+/// The object behind an `rdx_store *`: C's pointer is its address.
 ///
 /// C's references are counted here (`rdx_store_retain`, `rdx_store_release`), apart from Swift's:
 /// while C holds any, the handle keeps itself alive (`lifecycle.keepAlive`). When the last one is
@@ -12,11 +12,16 @@ import Synchronization
 /// Each C function holds a Swift reference to the handle for the whole call, and each C observer
 /// holds one for its call, so a callback may release, retain or remove anything.
 ///
-/// Each kind of store is a subclass of ``StoreHandle``: ``JSONCTreeStoreHandle`` (a store C
-/// created around a json-c tree) and ``SwiftStoreHandle`` (a Swift `Store<State>` handed to C).
-class CStoreHandle: @unchecked Sendable {
-    // @unchecked: `references` is atomic, `lifecycle` is behind its lock; subclasses are Sendable.
+/// What differs between kinds of store is the handle's ``core``, a ``CStoreCore``:
+/// ``JSONCTreeStoreCore`` (a store C created around a json-c tree) or ``SwiftStoreCore`` (a
+/// Swift `Store<State>` handed to C). The handle itself is one final class, so C's pointer is
+/// always the address of the same kind of object.
+final class CStoreHandle: @unchecked Sendable {
+    // @unchecked: `core` is immutable and Sendable, `references` is atomic, `lifecycle` is
+    // behind its lock.
 
+    /// The store this handle reaches, and how C's actions become its own.
+    let core: any CStoreCore
     /// C's references.
     private let references = Atomic<Int>(1)
     private let lifecycle = Locked(Lifecycle())
@@ -24,80 +29,33 @@ class CStoreHandle: @unchecked Sendable {
     private struct Lifecycle {
         /// The handle itself while C holds references; dropped by ``close()``.
         var keepAlive: CStoreHandle?
-        /// The observers C registered through this handle, removed when it closes.
-        var tokens: Set<ObserverToken> = []
+        /// The observers C registered through this handle, by the number C holds (the token's
+        /// `rawValue`), removed when it closes.
+        var tokens: [UInt64: ObserverToken] = [:]
         /// Set by ``close()``: enqueueing is refused from then on.
         var closed = false
         /// An action was enqueued through this handle since ``close()`` last flushed.
         var enqueuedSinceFlush = false
     }
 
-    init() {}
+    init(core: any CStoreCore) {
+        self.core = core
+    }
 
-    // MARK: What each kind of store provides
+    // MARK: Actions
 
     /// Applies (`enqueue` false) or enqueues an action. `identifier` and `payload` are borrowed
     /// and already checked; what is kept past the call is copied.
     func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool)
         throws(StoreError)
-    { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    /// An action of this store's kind for C's identifier and payload (borrowed, already
-    /// checked), owning what it keeps: it may be applied after the call.
-    func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)
-        -> any Action
-    { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    /// Applies `actions` as one batch; ``StoreError/Kind/limit`` from inside too many
-    /// middleware calls (``Store/checkMiddlewareDepth()``).
-    func dispatchBatch(_ actions: [any Action]) throws(StoreError) {
-        preconditionFailure("every kind of C store overrides \(#function)")
-    }
-
-    /// ``Store/startJournal(at:options:)`` and ``Store/stopJournal()``.
-    func startJournal(at path: String, recordPatches: Bool) throws(StoreError) {
-        preconditionFailure("every kind of C store overrides \(#function)")
-    }
-
-    func stopJournal() throws(StoreError) { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    /// ``Store/flushJournal()``.
-    func flushJournal() throws(StoreError) { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    /// The selection of the value at `pointer` in this store's state.
-    func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
-        preconditionFailure("every kind of C store overrides \(#function)")
-    }
-
-    /// A NEW json-c tree of the value at `pointer` in the state; `found` false when absent.
-    func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
-        -> (value: OpaquePointer?, found: Bool)
-    { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    /// A NEW json-c tree of the state.
-    func currentState() throws(StoreError) -> OpaquePointer? {
-        preconditionFailure("every kind of C store overrides \(#function)")
-    }
-
-    var version: UInt64 { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    /// Whether enqueueing and flushing work in this process (not in a forked child).
-    var canEnqueue: Bool { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    func flush() { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    func addStoreObserver(
-        name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
-        selecting selection: StateSelection?,
-        using block: @escaping @Sendable (StoreNotification) -> Void
-    ) -> ObserverToken { preconditionFailure("every kind of C store overrides \(#function)") }
-
-    func removeStoreObserver(_ token: ObserverToken) -> Bool {
-        preconditionFailure("every kind of C store overrides \(#function)")
-    }
-
-    func save(to path: String) throws(StoreError) {
-        preconditionFailure("every kind of C store overrides \(#function)")
+    {
+        if enqueue {
+            // Kept past this call: the action owns copies.
+            let action = try core.makeAction(identifier: identifier, payload: payload)
+            try enqueueing { core.enqueue(action) }
+        } else {
+            try core.dispatch(identifier: identifier, payload: payload)
+        }
     }
 
     // MARK: C's references
@@ -127,21 +85,21 @@ class CStoreHandle: @unchecked Sendable {
     /// store stays open: its new owner's last release closes it.
     private func close() {
         // (In a forked child nothing could be enqueued, and the queue does not run.)
-        while canEnqueue {
+        while core.canEnqueue {
             lifecycle.withLock { $0.enqueuedSinceFlush = false }
-            flush()
+            core.flush()
             if !lifecycle.withLock({ $0.enqueuedSinceFlush }) { break }
         }
-        let tokens = lifecycle.withLock { state -> Set<ObserverToken>? in
+        let tokens = lifecycle.withLock { state -> [UInt64: ObserverToken].Values? in
             // A retain after the count reached 0 revived the store; a concurrent close of that
             // owner's release may have closed it already.
             guard !state.closed, references.load(ordering: .acquiring) == 0 else { return nil }
             state.closed = true
-            defer { state.tokens = [] }
-            return state.tokens
+            defer { state.tokens = [:] }
+            return state.tokens.values
         }
         guard let tokens else { return }
-        for token in tokens { _ = removeStoreObserver(token) }
+        for token in tokens { _ = core.removeObserver(token) }
         lifecycle.withLock { $0.keepAlive = nil }
     }
 
@@ -161,7 +119,7 @@ class CStoreHandle: @unchecked Sendable {
     /// Refuses enqueueing and flushing in a child made by `fork()`, where the store's queue
     /// (libdispatch) does not run: they could never finish.
     func checkCanEnqueue() throws(StoreError) {
-        guard canEnqueue else {
+        guard core.canEnqueue else {
             throw StoreError(
                 .invalidArgument,
                 "enqueue and flush do not work in a child process made by fork(): the store's "
@@ -175,7 +133,7 @@ class CStoreHandle: @unchecked Sendable {
     }
 
     /// Enqueues through `body` unless the handle was closed (its last reference released).
-    func enqueueing(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+    private func enqueueing(_ body: () throws(StoreError) -> Void) throws(StoreError) {
         try lifecycle.withLock { (state) throws(StoreError) in
             guard !state.closed else {
                 throw StoreError(
@@ -198,8 +156,8 @@ class CStoreHandle: @unchecked Sendable {
         let onRelease = release.map { release in
             CContextRelease(function: release, context: context).callAsFunction
         }
-        let token = addStoreObserver(name: name, onRelease: onRelease, selecting: nil) { call($0) }
-        lifecycle.withLock { _ = $0.tokens.insert(token) }
+        let token = core.addObserver(name: name, onRelease: onRelease, selecting: nil) { call($0) }
+        lifecycle.withLock { $0.tokens[token.rawValue] = token }
         return token
     }
 
@@ -209,26 +167,29 @@ class CStoreHandle: @unchecked Sendable {
         pointer: JSONPointerText, observer: @escaping rdx_observer_fn,
         context: UnsafeMutableRawPointer?, release: rdx_release_fn?
     ) -> ObserverToken {
-        let selection = makeSelection(pointer)
+        let selection = core.makeSelection(pointer)
         let call = CPointerObserverCall(
             function: observer, context: context, handle: self, pointer: pointer,
             selection: selection)
         let onRelease = release.map { release in
             CContextRelease(function: release, context: context).callAsFunction
         }
-        let token = addStoreObserver(
+        let token = core.addObserver(
             name: .stateDidChange, onRelease: onRelease, selecting: selection
         ) {
             _ in call()
         }
-        lifecycle.withLock { _ = $0.tokens.insert(token) }
+        lifecycle.withLock { $0.tokens[token.rawValue] = token }
         return token
     }
 
-    /// Removes an observer registered through this handle; `false` for any other token.
-    func removeObserver(_ token: ObserverToken) -> Bool {
-        guard lifecycle.withLock({ $0.tokens.remove(token) }) != nil else { return false }
-        return removeStoreObserver(token)
+    /// Removes the observer C knows by `rawValue` if it was registered through this handle;
+    /// `false` for any other number.
+    func removeObserver(rawValue: UInt64) -> Bool {
+        guard let token = lifecycle.withLock({ $0.tokens.removeValue(forKey: rawValue) }) else {
+            return false
+        }
+        return core.removeObserver(token)
     }
 }
 
@@ -259,79 +220,4 @@ struct CContextRelease: @unchecked Sendable {
     let context: UnsafeMutableRawPointer?
 
     @Sendable func callAsFunction() { function(context) }
-}
-
-/// A handle on a `Store<State>`: what every kind of C store does the same way. Subclasses say how
-/// C's actions become the store's.
-class StoreHandle<State: Codable>: CStoreHandle, @unchecked Sendable {
-    // @unchecked: `store` is Sendable; the rest is the base class's.
-    let store: Store<State>
-
-    init(store: Store<State>) {
-        self.store = store
-        super.init()
-    }
-
-    /// The state encoded to a new json-c tree, under the store's lock (a json-c state is copied
-    /// as a tree: ``JSONCEncoder`` passes trees straight through).
-    override func currentState() throws(StoreError) -> OpaquePointer? {
-        try store.withLockedState { (state, _) throws(StoreError) in
-            try JSONCEncoder().encode(state)
-        }
-    }
-
-    override var version: UInt64 { store.version }
-    override var canEnqueue: Bool { store.canEnqueue }
-    override func flush() { store.flush() }
-
-    override func addStoreObserver(
-        name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
-        selecting selection: StateSelection?,
-        using block: @escaping @Sendable (StoreNotification) -> Void
-    ) -> ObserverToken {
-        store.addObserver(
-            named: name, queue: nil, onRelease: onRelease,
-            selection: selection, using: block)
-    }
-
-    override func startJournal(at path: String, recordPatches: Bool) throws(StoreError) {
-        var options = JournalOptions()
-        options.recordPatches = recordPatches
-        try store.startJournal(at: path, options: options)
-    }
-
-    override func stopJournal() throws(StoreError) {
-        if let problem = store.stopJournalReporting() { throw problem }
-    }
-
-    override func flushJournal() throws(StoreError) { try store.flushJournal() }
-
-    override func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
-        PointerValue<State>(pointer: pointer).selection
-    }
-
-    override func dispatchBatch(_ actions: [any Action]) throws(StoreError) {
-        try store.checkMiddlewareDepth()
-        store.dispatchActions(actions)
-    }
-
-    /// Under the store's lock, as ``currentState()``: a json-c state is searched in place,
-    /// another is encoded first.
-    override func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
-        -> (value: OpaquePointer?, found: Bool)
-    {
-        try store.withLockedState { (state, _) throws(StoreError) in
-            try PointerValue<State>.withTree(of: state) { (root) throws(StoreError) in
-                var node: OpaquePointer?
-                guard json_pointer_get(root, pointer, &node) == 0 else { return (nil, false) }
-                return (try JSONCTree.deepCopy(node), true)
-            }
-        }
-    }
-
-    override func removeStoreObserver(_ token: ObserverToken) -> Bool {
-        store.removeObserver(token)
-    }
-
-    override func save(to path: String) throws(StoreError) { try store.save(to: path) }
 }

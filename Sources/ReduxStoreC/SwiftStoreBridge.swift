@@ -19,34 +19,30 @@ extension Store {
     /// - Parameter actions: the typed actions payloads are decoded into, by identifier.
     /// - Returns: the `rdx_store *`, as Swift imports the C type.
     public func makeCStore(actions: ActionTypes = ActionTypes()) -> OpaquePointer {
-        SwiftStoreHandle(store: self, actions: actions).openedPointer()
+        CStoreHandle(core: SwiftStoreCore(store: self, actions: actions)).openedPointer()
     }
 }
 
-/// A Swift store reached from C.
-final class SwiftStoreHandle<State: Codable>: StoreHandle<State>, @unchecked Sendable {
+/// A Swift store reached from C: C's actions become typed actions or ``JSONAction``s.
+final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
+    // @unchecked: `store` and `actions` are Sendable; `State` itself need not be.
+    let store: Store<State>
     let actions: ActionTypes
 
     init(store: Store<State>, actions: ActionTypes) {
+        self.store = store
         self.actions = actions
-        super.init(store: store)
     }
 
-    override func dispatch(
-        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
-    ) throws(StoreError) {
+    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError) {
         let action = try makeAction(identifier: identifier, payload: payload)
-        if enqueue {
-            try enqueueing { store.enqueue(erased: action) }
-        } else {
-            try store.checkMiddlewareDepth()
-            store.dispatch(erased: action)
-        }
+        try store.checkMiddlewareDepth()
+        store.dispatch(erased: action)
     }
 
     /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values
     /// that own what they hold.
-    override func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
+    func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
         throws(StoreError) -> any Action
     {
         // Copied into a String of the known length (CInput.identifier checked its UTF-8): about

@@ -23,7 +23,7 @@ package final class MiddlewareChain: @unchecked Sendable {
 
     /// One middleware, taking the store as an object (the store passes itself: the chain holds no
     /// reference to it, so there is no cycle).
-    package typealias Erased = (_ store: AnyObject, _ action: any Action, _ next: (any Action) -> Void) -> Void
+    typealias Erased = (_ store: AnyObject, _ action: any Action, _ next: (any Action) -> Void) -> Void
 
     /// One middleware, in an object of its own: a closure read from an array is called through
     /// a reabstraction thunk that boxes its `next` argument on the heap per call (an array keeps

@@ -10,7 +10,7 @@ package struct JournalLine: @unchecked Sendable {
     package let identifier: String
     /// The payload, borrowed from the parsed line; NULL for none (or JSON null).
     package let payload: OpaquePointer?
-    package let hasPayload: Bool
+    let hasPayload: Bool
     /// A typed action's properties: replay needs the type registered.
     package let typed: Bool
     package let replayable: Bool

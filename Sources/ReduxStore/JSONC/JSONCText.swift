@@ -242,7 +242,7 @@ package enum JSONCText {
 
     /// The JSON kind of a node, as messages name it: `null`, `boolean`, `number`, `string`,
     /// `array` or `object`.
-    package static func typeName(_ object: OpaquePointer?) -> String {
+    static func typeName(_ object: OpaquePointer?) -> String {
         JSONC.kindName(object)
     }
 }

@@ -62,21 +62,21 @@ package final class StateSelection: @unchecked Sendable {
 /// The newest value of a selection not yet handed to its observer, and the version it changed
 /// at: a round delivered late (another thread's dispatch delivered first) hands nothing rather
 /// than an older value.
-package struct SelectedValue<Value> {
+struct SelectedValue<Value> {
     private var value: Value?
     private var version: UInt64 = 0
     private var delivered: UInt64 = 0
 
-    package init() {}
+    init() {}
 
     /// Keeps `value` as the value at `version`.
-    package mutating func set(_ value: Value, at version: UInt64) {
+    mutating func set(_ value: Value, at version: UInt64) {
         self.value = value
         self.version = version
     }
 
     /// The newest value and its version, if it was not handed out yet.
-    package mutating func take() -> (value: Value, version: UInt64)? {
+    mutating func take() -> (value: Value, version: UInt64)? {
         guard version > delivered, let value else { return nil }
         delivered = version
         return (value, version)
@@ -85,11 +85,11 @@ package struct SelectedValue<Value> {
 
 /// The last value a key-path observer read, touched only under the store's lock.
 @usableFromInline
-package final class SelectedValueBox<Value>: @unchecked Sendable {
+final class SelectedValueBox<Value>: @unchecked Sendable {
     // @unchecked: see above. `@exclusivity(unchecked)`: the store's lock already keeps accesses
     // apart; the run-time check cost a call per access.
     @exclusivity(unchecked) @usableFromInline package var last: Value?
 
     @inlinable
-    package init() {}
+    init() {}
 }

@@ -228,7 +228,7 @@ package final class SnapshotTape: @unchecked Sendable {
     }
 
     /// The number of JSON values (slots) on the tape; 0 when empty.
-    package var valueCount: Int { buffer.pointee.slotCount }
+    var valueCount: Int { buffer.pointee.slotCount }
 
     /// The snapshot as compact JSON text, keys in encoding order. O(size of the tape).
     ///
@@ -237,7 +237,7 @@ package final class SnapshotTape: @unchecked Sendable {
     /// `Double` keeps its fraction (`3.0`). Non-finite numbers, which JSON cannot
     /// express, are written as the strings `"NaN"`, `"Infinity"` and `"-Infinity"`. A value that
     /// encoded nothing is written `{}`. An empty tape gives `""`.
-    package func jsonString() -> String {
+    func jsonString() -> String {
         let b = buffer.pointee
         guard b.slotCount > 0 else { return "" }
         var out: [UInt8] = []

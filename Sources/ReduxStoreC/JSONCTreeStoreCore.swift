@@ -4,44 +4,47 @@ import ReduxStore
 
 /// A store created from C (`rdx_store_create`, `rdx_store_open`): a `Store<JSONCTree>` whose one
 /// Swift reducer calls the C reducers.
-final class JSONCTreeStoreHandle: StoreHandle<JSONCTree>, @unchecked Sendable {
-    init(
+final class JSONCTreeStoreCore: CStoreCore {
+    let store: Store<JSONCTree>
+
+    private init(store: Store<JSONCTree>) {
+        self.store = store
+    }
+
+    /// A new handle on a new store of `state`.
+    static func makeHandle(
         state: JSONCTree, version: UInt64, reducers: [rdx_reducer],
         middleware: [rdx_middleware] = []
-    ) {
+    ) -> CStoreHandle {
         // The C reducers work on the tree's root, which never changes (they mutate it in place):
         // one call straight to them per action, without going through the Swift state. So no
         // reducer holds the Swift state `inout`, and reads from inside a reducer are sound.
         let reducers = CReducers(reducers, root: state.object)
         let owner = HandleReference()
-        super.init(store: Store(
+        let store = Store(
             erasedReducers: [{ _, action in reducers.apply(action) }],
             adopting: state, version: version, readableInsideReducer: true,
-            middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner))))
-        // Only with middleware: a weak reference gives the handle a side table, after which
-        // every retain and release of it takes the slow path (+170 instructions per C dispatch by
-        // callgrind, `ProfileDriver c-null`; Benchmarks/README.md).
-        if !middleware.isEmpty { owner.handle = self }
+            middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)))
         // A C action borrows the caller's identifier and payload: the journal keeps a copy.
         store.journalCopier = { action in
             (action as? CAction)?.ownedForJournal() ?? action
         }
+        let handle = CStoreHandle(core: JSONCTreeStoreCore(store: store))
+        // Only with middleware: a weak reference gives the handle a side table, after which
+        // every retain and release of it takes the slow path (+170 instructions per C dispatch by
+        // callgrind, `ProfileDriver c-null`; Benchmarks/README.md).
+        if !middleware.isEmpty { owner.handle = handle }
+        return handle
     }
 
-    override func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
+    func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
         throws(StoreError) -> any Action
     {
         try CAction(copying: identifier, payload: payload)
     }
 
-    override func dispatch(
-        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool
-    ) throws(StoreError) {
-        if enqueue {
-            // Kept past this call: the action owns copies.
-            let action = try CAction(copying: identifier, payload: payload)
-            try enqueueing { store.enqueueAction(action) }
-        } else if store.isInsideReducer {
+    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError) {
+        if store.isInsideReducer {
             store.dispatchAction(try CAction(copying: identifier, payload: payload))
         } else {
             try store.checkMiddlewareDepth()

@@ -1,0 +1,136 @@
+internal import CJSONC
+import ReduxStore
+
+/// What a ``CStoreHandle`` reaches: a `Store<State>`, and how C's actions become that store's.
+///
+/// Each kind of store conforms once: ``JSONCTreeStoreCore`` (a store C created around a json-c
+/// tree) and ``SwiftStoreCore`` (a Swift `Store<State>` handed to C). A kind provides its
+/// ``store`` and how it makes and applies C's actions; everything else has one implementation,
+/// below, for every kind.
+///
+/// Class-bound, and each kind a final class: the handle's existential is then a reference and a
+/// witness table, called without projecting a box. A struct kind cost 22 more instructions per
+/// `rdx_store_dispatch_action` than the class hierarchy this replaced, a class kind 6 (callgrind,
+/// `ProfileDriver c-null`; Benchmarks/README.md).
+protocol CStoreCore: AnyObject, Sendable {
+    associatedtype State: Codable
+
+    var store: Store<State> { get }
+
+    /// Applies an action now. `identifier` and `payload` are borrowed and already checked; what
+    /// is kept past the call is copied.
+    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)
+
+    /// An action of this store's kind for C's identifier and payload (borrowed, already
+    /// checked), owning what it keeps: it may be applied after the call.
+    func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)
+        -> any Action
+
+    // The rest has one implementation (the extension below). Declared here so that each kind's
+    // witness is that implementation specialized for its `State`.
+
+    /// Queues an action from ``makeAction(identifier:payload:)``.
+    func enqueue(_ action: any Action)
+
+    /// Applies `actions` as one batch; ``StoreError/Kind/limit`` from inside too many
+    /// middleware calls (``Store/checkMiddlewareDepth()``).
+    func dispatchBatch(_ actions: [any Action]) throws(StoreError)
+
+    /// ``Store/startJournal(at:options:)`` and ``Store/stopJournal()``.
+    func startJournal(at path: String, recordPatches: Bool) throws(StoreError)
+    func stopJournal() throws(StoreError)
+    /// ``Store/flushJournal()``.
+    func flushJournal() throws(StoreError)
+
+    /// The selection of the value at `pointer` in this store's state.
+    func makeSelection(_ pointer: JSONPointerText) -> StateSelection
+
+    /// A NEW json-c tree of the value at `pointer` in the state; `found` false when absent.
+    func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
+        -> (value: OpaquePointer?, found: Bool)
+
+    /// A NEW json-c tree of the state.
+    func currentState() throws(StoreError) -> OpaquePointer?
+
+    var version: UInt64 { get }
+
+    /// Whether enqueueing and flushing work in this process (not in a forked child).
+    var canEnqueue: Bool { get }
+
+    func flush()
+
+    func addObserver(
+        name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
+        selecting selection: StateSelection?,
+        using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken
+
+    func removeObserver(_ token: ObserverToken) -> Bool
+
+    func save(to path: String) throws(StoreError)
+}
+
+extension CStoreCore {
+    func enqueue(_ action: any Action) { store.enqueueAction(action) }
+
+    func dispatchBatch(_ actions: [any Action]) throws(StoreError) {
+        try store.checkMiddlewareDepth()
+        store.dispatchActions(actions)
+    }
+
+    func startJournal(at path: String, recordPatches: Bool) throws(StoreError) {
+        var options = JournalOptions()
+        options.recordPatches = recordPatches
+        try store.startJournal(at: path, options: options)
+    }
+
+    func stopJournal() throws(StoreError) {
+        if let problem = store.stopJournalReporting() { throw problem }
+    }
+
+    func flushJournal() throws(StoreError) { try store.flushJournal() }
+
+    func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
+        PointerValue<State>(pointer: pointer).selection
+    }
+
+    /// Under the store's lock, as ``currentState()``: a json-c state is searched in place,
+    /// another is encoded first.
+    func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
+        -> (value: OpaquePointer?, found: Bool)
+    {
+        try store.withLockedState { (state, _) throws(StoreError) in
+            try PointerValue<State>.withTree(of: state) { (root) throws(StoreError) in
+                var node: OpaquePointer?
+                guard json_pointer_get(root, pointer, &node) == 0 else { return (nil, false) }
+                return (try JSONCTree.deepCopy(node), true)
+            }
+        }
+    }
+
+    /// The state encoded to a new json-c tree, under the store's lock (a json-c state is copied
+    /// as a tree: ``JSONCEncoder`` passes trees straight through).
+    func currentState() throws(StoreError) -> OpaquePointer? {
+        try store.withLockedState { (state, _) throws(StoreError) in
+            try JSONCEncoder().encode(state)
+        }
+    }
+
+    var version: UInt64 { store.version }
+    var canEnqueue: Bool { store.canEnqueue }
+    func flush() { store.flush() }
+
+    func addObserver(
+        name: StoreNotification.Name?, onRelease: (@Sendable () -> Void)?,
+        selecting selection: StateSelection?,
+        using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken {
+        store.addObserver(
+            named: name, queue: nil, onRelease: onRelease,
+            selection: selection, using: block)
+    }
+
+    func removeObserver(_ token: ObserverToken) -> Bool { store.removeObserver(token) }
+
+    func save(to path: String) throws(StoreError) { try store.save(to: path) }
+}
