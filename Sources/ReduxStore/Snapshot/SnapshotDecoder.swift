@@ -30,6 +30,7 @@ package enum SnapshotDecoder {
         // Scratch per nesting depth, for the depths this tape has (a small state's fits on the
         // stack; sizing it by the limit would put ~20 KB on the heap for every decode).
         let depths = min(buffer.pointee.deepestContainer, StoreLimits.maximumNestingDepth) + 2
+        buffer.pointee._checkInvariants()
         do {
             return try withExtendedLifetime(tape) {
                 try withUnsafeTemporaryAllocation(
@@ -42,7 +43,10 @@ package enum SnapshotDecoder {
                     let cache = KeyedContainerCache(
                         ways: cacheWays, depths: depths,
                         memory: memory.baseAddress.unsafelyUnwrapped + depths * MemoryLayout<KeyHint>.stride)
-                    defer { cache.releaseBoxes() }
+                    defer {
+                        cache._checkInvariants(slots: buffer.pointee.slots, slotCount: buffer.pointee.slotCount)
+                        cache.releaseBoxes()
+                    }
                     var session = DecodeSession(
                         slots: buffer.pointee.slots, strings: buffer.pointee.strings,
                         buffer: buffer, hints: hints, hintCount: depths, cache: cache)

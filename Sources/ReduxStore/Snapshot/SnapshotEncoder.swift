@@ -46,6 +46,7 @@ package final class SnapshotEncoder {
             payload: 0, next: 0, key: 0, info: TapeTag.pending.rawValue | 1 << 8, first: 0))
         buffer.pointee.slotCount = 1
         cache.freeAll()
+        cache._checkInvariants(slots: buffer.pointee.slots, slotCount: 1)
         keys.reset()
         buffer.pointee.cache = cache
         buffer.pointee.keys = Unmanaged.passUnretained(keys)
@@ -66,6 +67,8 @@ package final class SnapshotEncoder {
             buffer.pointee.clear()
             throw error
         }
+        buffer.pointee._checkInvariants()
+        cache._checkInvariants(slots: buffer.pointee.slots, slotCount: buffer.pointee.slotCount)
     }
 }
 
