@@ -278,6 +278,8 @@ struct TapeEncoder: Encoder {
             let target = cache.targets + i
             if isNew { return newCachedContainer(Key.self, cache, i) }
             target.pointee = CachedTarget(buffer: buffer, node: node, busy: true)
+            // The box cached for this key type, back as its container: a KeyedEncodingContainer is one
+            // strong reference to its box (checked once, `KeyedContainerCache.layoutHolds`).
             return unsafeBitCast(cache.boxes[i], to: KeyedEncodingContainer<Key>.self)
         }
         return KeyedEncodingContainer(TapeKeyedEncoder<Key>(buffer: buffer, node: node))
@@ -290,6 +292,8 @@ struct TapeEncoder: Encoder {
         let target = cache.targets + i
         target.initialize(to: CachedTarget(buffer: buffer, node: node, busy: true))
         let container = KeyedEncodingContainer(TapeKeyedEncoder<Key>(target: target))
+        // Kept as its box: a KeyedEncodingContainer is one strong reference to it (checked once,
+        // `KeyedContainerCache.layoutHolds`); the cache's copy retains it.
         (cache.boxes + i).initialize(to: unsafeBitCast(container, to: AnyObject.self))
         cache.types[i] = ObjectIdentifier(Key.self)
         return container
