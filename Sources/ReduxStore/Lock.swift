@@ -5,9 +5,16 @@ import Musl
 #endif
 
 /// The store's one lock type: a value, a pthread mutex and a condition variable in one
-/// allocation. The only way to the value is ``withLock(_:)`` (or, for the store's own dispatch
-/// path, ``lock()``, ``valuePointer`` and ``unlock()``); waiting is ``wait()`` on the condition,
-/// never polling.
+/// allocation. The way to the value is ``withLock(_:)``. Taking and releasing the lock by hand,
+/// touching the value through its address and waiting on the condition sit behind ``unsafe``
+/// (``UnsafeView``), for the few places that cannot be one closure: the store's dispatch path
+/// (which unlocks before it delivers) and the waits in a loop on a condition. Waking waiters is
+/// ``broadcast()``, from inside ``withLock(_:)``.
+///
+/// `Sendable` where the value is (as swift-nio's `NIOLockedValueBox`): the lock makes sharing
+/// the value between threads sound, not sharing a value that is itself bound to one thread.
+/// A value that is not `Sendable` but is only touched under this lock is wrapped by its user in
+/// a type that says why it may be shared (``StoreCore``).
 ///
 /// A pthread mutex rather than `Synchronization.Mutex`: on Linux that one is a bare futex that
 /// ThreadSanitizer cannot follow (it reports every access inside it as a race, which would bury
@@ -16,9 +23,7 @@ import Musl
 /// adaptive mutex, which spins a little before it sleeps (with 4 threads dispatching on 2 cores:
 /// 122–127 ns an action against 170–194 ns with the default mutex, one thread unchanged, by the
 /// `contention.*` benchmarks on swift-packages-b, a 2-core x86_64 VM; Benchmarks/README.md).
-package struct Locked<Value>: @unchecked Sendable {
-    // @unchecked: the value is reached only while holding the mutex (as `Synchronization.Mutex`,
-    // the lock is what makes sharing it sound).
+package struct Locked<Value> {
     private let storage: LockStorage<Value>
 
     package init(_ value: Value) {
@@ -30,53 +35,71 @@ package struct Locked<Value>: @unchecked Sendable {
     package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         storage.lock()
         defer { storage.unlock() }
-        return try body(&valuePointer.pointee)
+        return try body(&storage.withUnsafeMutablePointerToHeader { $0 }.pointee)
     }
 
     /// Runs `body` holding the lock, without an access to the value: for a lock that guards a
     /// turn rather than a value (`Locked<Void>`). (An `inout` access to a value of no size is
     /// one ThreadSanitizer can report against the lock's own reads of the storage.)
     @inline(__always)
-    func withLockHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    package func withLockHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         storage.lock()
         defer { storage.unlock() }
         return try body()
     }
 
-    /// Takes the lock. Pair with ``unlock()`` on the same thread.
+    /// Wakes every thread waiting in ``UnsafeView/wait()``. Call it holding the lock (inside
+    /// ``withLock(_:)``), after changing what they wait for.
     @inline(__always)
-    package func lock() { storage.lock() }
+    package func broadcast() { storage.broadcast() }
 
-    /// Releases the lock taken by ``lock()``.
+    /// The manual operations: lock and unlock by hand, the value's address, waiting. Nothing
+    /// here checks that the caller holds the lock; each use says why it does.
     @inline(__always)
-    package func unlock() { storage.unlock() }
+    package var unsafe: UnsafeView { UnsafeView(storage: Unmanaged.passUnretained(storage)) }
 
-    /// The value's address, to be touched only while holding the lock. Valid as long as this
-    /// `Locked` (its storage) is alive.
-    @inline(__always)
-    var valuePointer: UnsafeMutablePointer<Value> {
-        storage.withUnsafeMutablePointerToHeader { $0 }
+    /// See ``Locked/unsafe``. Not `Sendable`: a view is used on the thread that made it, while
+    /// the ``Locked`` it came from is alive. It holds the storage unretained, so that the
+    /// dispatch path's manual locking costs no retain and release per use (a strong reference
+    /// here costs two of each per dispatch, by callgrind's `dispatch-o0`).
+    package struct UnsafeView {
+        fileprivate let storage: Unmanaged<LockStorage<Value>>
+
+        /// Takes the lock. Pair with ``unlock()`` on the same thread.
+        @inline(__always)
+        package func lock() { storage._withUnsafeGuaranteedRef { $0.lock() } }
+
+        /// Releases the lock taken by ``lock()``.
+        @inline(__always)
+        package func unlock() { storage._withUnsafeGuaranteedRef { $0.unlock() } }
+
+        /// The value's address, to be touched only while holding the lock. Valid as long as the
+        /// ``Locked`` (its storage) is alive.
+        @inline(__always)
+        package var valuePointer: UnsafeMutablePointer<Value> {
+            storage._withUnsafeGuaranteedRef { $0.withUnsafeMutablePointerToHeader { $0 } }
+        }
+
+        /// Waits on the condition variable; the caller holds the lock, which is released while
+        /// waiting and held again on return. Wake-ups may be spurious: wait in a loop on the
+        /// condition the waker changes under this lock.
+        @inline(__always)
+        package func wait() { storage._withUnsafeGuaranteedRef { $0.wait() } }
+
+        /// ``wait()`` for at most `milliseconds` (against `CLOCK_REALTIME`, pthread's default; a
+        /// clock change only shortens or lengthens one wait).
+        package func wait(milliseconds: Int) {
+            storage._withUnsafeGuaranteedRef { $0.wait(milliseconds: milliseconds) }
+        }
     }
-
-    /// Waits on the condition variable; the caller holds the lock, which is released while
-    /// waiting and held again on return. Wake-ups may be spurious: wait in a loop on the
-    /// condition the waker changes under this lock.
-    @inline(__always)
-    package func wait() { storage.wait() }
-
-    /// ``wait()`` for at most `milliseconds` (the condition variable uses the monotonic clock's
-    /// time through `CLOCK_REALTIME`, as pthread's default; a clock change only shortens or
-    /// lengthens one wait).
-    package func wait(milliseconds: Int) { storage.wait(milliseconds: milliseconds) }
-
-    /// Wakes every thread waiting in ``wait()``. Call it holding the lock, after changing what
-    /// they wait for.
-    @inline(__always)
-    func broadcast() { storage.broadcast() }
 }
 
+// @unchecked: the storage is a class the compiler cannot see is only reached under its mutex;
+// the condition on `Value` is the checked part.
+extension Locked: @unchecked Sendable where Value: Sendable {}
+
 /// The pthread pair of a ``Locked`` value.
-struct LockPrimitives {
+package struct LockPrimitives {
     var mutex = pthread_mutex_t()
     var condition = pthread_cond_t()
 }

@@ -118,7 +118,10 @@ final class Autosaver: Sendable {
     /// What the observer, the queue and the callers share; held only briefly.
     private let progress = Locked<Progress>(Progress())
 
-    private struct Progress {
+    // @unchecked: `quietTimer`, a `DispatchWorkItem`, which swift-corelibs-libdispatch does not
+    // declare `Sendable`; a work item is made to be cancelled from any thread (libdispatch
+    // makes `cancel()` atomic), and it is only stored and read here under `progress`'s lock.
+    private struct Progress: @unchecked Sendable {
         var token: ObserverToken?
         var stopped = false
         var actionsSinceSave = 0

@@ -36,7 +36,7 @@ extension Store {
         let me = currentThreadID()
         if applyingThread.load(ordering: .relaxed) == me {
             // From inside one of this store's reducers (this thread holds the lock).
-            core.valuePointer.pointee.nested.append(action)
+            core.unsafe.valuePointer.pointee.nested.append(action)
             return
         }
         if let middleware {
@@ -152,8 +152,8 @@ extension Store {
     private func reduceAndNotify(
         _ action: any Action, on me: UInt, notifies: Bool?, context: UnsafeMutablePointer<ThreadContext>
     ) {
-        let core = self.core.valuePointer
-        self.core.lock()
+        let core = self.core.unsafe.valuePointer
+        self.core.unsafe.lock()
         _checkInvariantsLocked()
         applyingThread.store(me, ordering: .relaxed)
         context.pointee.callbackDepth += 1
@@ -173,19 +173,19 @@ extension Store {
             return
         }
         guard core.pointee.observers.count > 0, notifies ?? action.notifiesObservers else {
-            self.core.unlock()
+            self.core.unsafe.unlock()
             return
         }
         var selectionsChanged = false
         if core.pointee.observers.hasSelections {
             selectionsChanged = updateSelectionsLocked(at: version)
             if !selectionsChanged && core.pointee.observers.onlySelecting {
-                self.core.unlock()
+                self.core.unsafe.unlock()
                 return
             }
         }
         let observers = core.pointee.observers
-        self.core.unlock()
+        self.core.unsafe.unlock()
         deliver(
             NotificationRound(
                 notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
@@ -200,8 +200,8 @@ extension Store {
         _ action: any Action, at version: UInt64, notifies: Bool?, context: UnsafeMutablePointer<ThreadContext>
     ) {
         let round = roundLocked(for: action, at: version, notifying: notifies)
-        let journalWait = core.valuePointer.pointee.recorder?.takeJournalWait()
-        self.core.unlock()
+        let journalWait = core.unsafe.valuePointer.pointee.recorder?.takeJournalWait()
+        self.core.unsafe.unlock()
         journalWait?.run()
         if let round { deliver(round, context: context) }
     }
@@ -222,7 +222,7 @@ extension Store {
     /// against ``StoreLimits/maximumMiddlewareDepth``, as ``dispatchAction(_:)`` does.
     public func dispatchActions(_ actions: [any Action]) {
         if applyingThread.load(ordering: .relaxed) == currentThreadID() {
-            core.valuePointer.pointee.nested.append(ActionBatch(actions: actions))
+            core.unsafe.valuePointer.pointee.nested.append(ActionBatch(actions: actions))
             return
         }
         applyBatch(actions)
@@ -250,13 +250,13 @@ extension Store {
     private func applyPassed(_ passed: [any Action]) {
         guard let last = passed.last else { return }
         let context = ThreadContext.current(contextKey)
-        self.core.lock()
+        self.core.unsafe.lock()
         _checkInvariantsLocked()
         applyingThread.store(currentThreadID(), ordering: .relaxed)
         context.pointee.callbackDepth += 1
         var version: UInt64 = 0
         var notifies = false
-        let first = core.valuePointer.pointee.version &+ 1
+        let first = core.unsafe.valuePointer.pointee.version &+ 1
         for action in passed {
             version = apply(action, batch: passed.count > 1 ? first : nil)
             notifies = notifies || action.notifiesObservers
@@ -277,7 +277,7 @@ extension Store {
     private func finishNestedAndDeliver(
         first: NotificationRound?, context: UnsafeMutablePointer<ThreadContext>
     ) {
-        let core = self.core.valuePointer
+        let core = self.core.unsafe.valuePointer
         var rounds: [NotificationRound] = []
         if let first { rounds.append(first) }
         var deferred: [any Action] = []
@@ -313,7 +313,7 @@ extension Store {
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
         let journalWait = core.pointee.recorder?.takeJournalWait()
-        self.core.unlock()
+        self.core.unsafe.unlock()
         journalWait?.run()
         if !rounds.isEmpty { deliver(rounds, context: context) }
         guard !deferred.isEmpty else { return }
@@ -343,17 +343,17 @@ extension Store {
     private func roundLocked(
         for action: any Action, at version: UInt64, notifying: Bool? = nil
     ) -> NotificationRound? {
-        guard core.valuePointer.pointee.observers.count > 0,
+        guard core.unsafe.valuePointer.pointee.observers.count > 0,
               notifying ?? action.notifiesObservers
         else { return nil }
-        let observers = core.valuePointer.pointee.observers
+        let observers = core.unsafe.valuePointer.pointee.observers
         var selectionsChanged = false
         if observers.hasSelections {
             selectionsChanged = updateSelectionsLocked(at: version)
             // Only selecting observers, and none of their values changed: nobody to call.
             if !selectionsChanged && observers.onlySelecting { return nil }
         }
-        if observers.wantsPatches, let recorder = core.valuePointer.pointee.recorder {
+        if observers.wantsPatches, let recorder = core.unsafe.valuePointer.pointee.recorder {
             let patch = recorder.takePendingPatch()
             for entry in observers.patchObservers { entry.pendingPatches?.put(patch, at: version) }
         }
@@ -368,7 +368,7 @@ extension Store {
     @inline(never)
     private func updateSelectionsLocked(at version: UInt64) -> Bool {
         ObserverList.updateSelections(
-            of: Unmanaged.passUnretained(core.valuePointer.pointee.observers), state: stateAddress,
+            of: Unmanaged.passUnretained(core.unsafe.valuePointer.pointee.observers), state: stateAddress,
             version: version)
     }
 
@@ -376,7 +376,7 @@ extension Store {
     /// lock and publishes the version once the actions it applies as one are all applied.
     @inline(__always)
     private func apply(_ action: any Action, batch: UInt64? = nil) -> UInt64 {
-        let core = self.core.valuePointer
+        let core = self.core.unsafe.valuePointer
         reduce(stateAddress, action)
         core.pointee.version &+= 1
         if let recorder = core.pointee.recorder {
@@ -392,9 +392,9 @@ extension Store {
     /// observers and with ``StoreNotification/restoredVersion`` to
     /// ``StoreNotification/Name/stateDidRestore`` observers. The caller is outside the reducers.
     func applyReplacingState(with newState: State, restoredFrom: UInt64) {
-        let core = self.core.valuePointer
+        let core = self.core.unsafe.valuePointer
         let context = ThreadContext.current(contextKey)
-        self.core.lock()
+        self.core.unsafe.lock()
         _checkInvariantsLocked()
         applyingThread.store(currentThreadID(), ordering: .relaxed)
         context.pointee.callbackDepth += 1
@@ -418,7 +418,7 @@ extension Store {
         context.pointee.callbackDepth -= 1
         applyingThread.store(0, ordering: .relaxed)
         let journalWait = core.pointee.recorder?.takeJournalWait()
-        self.core.unlock()
+        self.core.unsafe.unlock()
         journalWait?.run()
         let rounds = [first, restoredRound].compactMap { $0 }
         if !rounds.isEmpty { deliver(rounds, context: context) }

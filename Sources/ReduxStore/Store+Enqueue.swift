@@ -107,15 +107,15 @@ extension Store {
         precondition(canEnqueue, "ReduxStore: flush in a child process made by fork()")
         let me = currentThreadID()
         let lock = enqueued.state
-        lock.lock()
-        let target = lock.valuePointer.pointee.enqueuedCount
-        if lock.valuePointer.pointee.drainingThread == me {
-            lock.unlock()
+        lock.unsafe.lock()
+        let target = lock.unsafe.valuePointer.pointee.enqueuedCount
+        if lock.unsafe.valuePointer.pointee.drainingThread == me {
+            lock.unsafe.unlock()
             drainEnqueued(upTo: target)
             return
         }
-        while lock.valuePointer.pointee.appliedCount < target { lock.wait() }
-        lock.unlock()
+        while lock.unsafe.valuePointer.pointee.appliedCount < target { lock.unsafe.wait() }
+        lock.unsafe.unlock()
     }
 
     /// Whether every action enqueued so far was applied and its synchronous observers ran.
@@ -132,8 +132,8 @@ extension Store {
     func drainEnqueued(upTo target: UInt64?) {
         let me = currentThreadID()
         let lock = enqueued.state
-        let backlog = lock.valuePointer
-        lock.lock()
+        let backlog = lock.unsafe.valuePointer
+        lock.unsafe.lock()
         backlog.pointee.drainDepth += 1
         while true {
             if let target, backlog.pointee.dequeuedCount >= target { break }
@@ -146,11 +146,11 @@ extension Store {
             }
             backlog.pointee.dequeuedCount += 1
             backlog.pointee.drainingThread = me
-            lock.unlock()
+            lock.unsafe.unlock()
 
             dispatch(erased: action)
 
-            lock.lock()
+            lock.unsafe.lock()
             if backlog.pointee.drainDepth == 1 {
                 backlog.pointee.appliedCount += 1 + backlog.pointee.appliedAwaitingRound
                 backlog.pointee.appliedAwaitingRound = 0
@@ -160,6 +160,6 @@ extension Store {
             }
         }
         backlog.pointee.drainDepth -= 1
-        lock.unlock()
+        lock.unsafe.unlock()
     }
 }

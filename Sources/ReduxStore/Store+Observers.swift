@@ -167,10 +167,10 @@ extension Store {
     func withCoreLocked<T, E: Error>(
         _ body: (UnsafeMutablePointer<StoreCore>, _ insideReducer: Bool) throws(E) -> T
     ) throws(E) -> T {
-        if isInsideReducer { return try body(core.valuePointer, true) }
-        core.lock()
-        defer { core.unlock() }
-        return try body(core.valuePointer, false)
+        if isInsideReducer { return try body(core.unsafe.valuePointer, true) }
+        core.unsafe.lock()
+        defer { core.unsafe.unlock() }
+        return try body(core.unsafe.valuePointer, false)
     }
 
     /// Delivers one round of notifications on this thread; the caller released the lock. From

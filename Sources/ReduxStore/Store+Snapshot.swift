@@ -53,13 +53,13 @@ extension Store {
         if isInsideReducer {
             try checkReadableInsideReducer("currentState()")
             let tape = SnapshotTape()
-            try core.valuePointer.pointee.encoder.encode(state.pointee, into: tape)
+            try core.unsafe.valuePointer.pointee.encoder.encode(state.pointee, into: tape)
             tape.readers.wrappingAdd(1, ordering: .relaxed)
             return tape
         }
-        core.lock()
-        defer { core.unlock() }
-        let core = self.core.valuePointer
+        core.unsafe.lock()
+        defer { core.unsafe.unlock() }
+        let core = self.core.unsafe.valuePointer
         if let tape = core.pointee.tape, core.pointee.tapeVersion == core.pointee.version {
             tape.readers.wrappingAdd(1, ordering: .relaxed)
             return tape

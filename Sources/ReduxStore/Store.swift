@@ -43,7 +43,9 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// `state`, as the erased reducers take it.
     let stateAddress: UnsafeMutableRawPointer
     /// Everything else that changes with each action, and the store's one lock: it guards
-    /// `state` and the core.
+    /// `state` and the core. Not `Sendable` by itself (``StoreCore`` holds the snapshot encoder
+    /// and the recorder, classes for one thread at a time): the store's `@unchecked` above is
+    /// what shares it, since only the thread holding this lock touches what it holds.
     let core: Locked<StoreCore>
     /// The thread applying an action right now (holding the lock), or 0: how a dispatch, a read or
     /// an observer change from inside a reducer is recognised, without taking the lock again.

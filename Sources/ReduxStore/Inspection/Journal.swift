@@ -239,26 +239,26 @@ final class Journal: @unchecked Sendable {
     /// Waits until the writer has taken the entry of `version` from the queue (or the journal
     /// stopped): the queue is then back within its capacity. The caller holds no store lock.
     func waitForRoom(through version: UInt64) {
-        state.lock()
-        state.valuePointer.pointee.wake = true
+        state.unsafe.lock()
+        state.unsafe.valuePointer.pointee.wake = true
         state.broadcast()
-        while state.valuePointer.pointee.taken < version, !state.valuePointer.pointee.stopped {
-            state.wait()
+        while state.unsafe.valuePointer.pointee.taken < version, !state.unsafe.valuePointer.pointee.stopped {
+            state.unsafe.wait()
         }
-        state.unlock()
+        state.unsafe.unlock()
     }
 
     /// Waits until the writer has dealt with every entry up to `version` (or the journal
     /// stopped), then reports what is not in the file as recorded (``takeProblem()``). The
     /// caller holds no store lock.
     func flush(through version: UInt64) -> StoreError? {
-        state.lock()
-        state.valuePointer.pointee.wake = true
+        state.unsafe.lock()
+        state.unsafe.valuePointer.pointee.wake = true
         state.broadcast()  // wakes the writer now rather than at its next interval
-        while state.valuePointer.pointee.written < version, !state.valuePointer.pointee.stopped {
-            state.wait()
+        while state.unsafe.valuePointer.pointee.written < version, !state.unsafe.valuePointer.pointee.stopped {
+            state.unsafe.wait()
         }
-        state.unlock()
+        state.unsafe.unlock()
         return takeProblem()
     }
 
@@ -307,11 +307,11 @@ final class Journal: @unchecked Sendable {
     /// no dispatch appends to this journal any more (the store dropped it, or is going away).
     @discardableResult
     func stop() -> StoreError? {
-        state.lock()
-        state.valuePointer.pointee.stopping = true
+        state.unsafe.lock()
+        state.unsafe.valuePointer.pointee.stopping = true
         state.broadcast()
-        while !state.valuePointer.pointee.stopped { state.wait() }
-        state.unlock()
+        while !state.unsafe.valuePointer.pointee.stopped { state.unsafe.wait() }
+        state.unsafe.unlock()
         return takeProblem()
     }
 
@@ -328,7 +328,7 @@ final class Journal: @unchecked Sendable {
     private func run() {
         while true {
             let stopping = state.withLock { shared -> Bool in
-                if !shared.wake && !shared.stopping { state.wait(milliseconds: Self.writerInterval) }
+                if !shared.wake && !shared.stopping { state.unsafe.wait(milliseconds: Self.writerInterval) }
                 shared.wake = false
                 return shared.stopping
             }

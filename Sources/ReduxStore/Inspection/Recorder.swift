@@ -121,7 +121,7 @@ extension Store {
     @inline(__always)
     func recordLocked(_ action: any Action, at version: UInt64, batch: UInt64?, in recorder: Recorder) {
         // The journal alone, without patches: the entry is all there is to make.
-        if let journal = recorder.journalAlone, !core.valuePointer.pointee.observers.wantsPatches {
+        if let journal = recorder.journalAlone, !core.unsafe.valuePointer.pointee.observers.wantsPatches {
             appendToJournalLocked(journal, action, at: version, batch: batch, patch: nil, in: recorder)
         } else {
             recordWithPatchesLocked(action, at: version, batch: batch, in: recorder)
@@ -136,12 +136,12 @@ extension Store {
         var tape: SnapshotTape?
         if let history = recorder.history {
             let encoded = SnapshotTape()
-            if (try? core.valuePointer.pointee.encoder.encode(state.pointee, into: encoded)) != nil {
+            if (try? core.unsafe.valuePointer.pointee.encoder.encode(state.pointee, into: encoded)) != nil {
                 history.append(version, encoded)
                 tape = encoded
             }
         }
-        let forObservers = core.valuePointer.pointee.observers.wantsPatches
+        let forObservers = core.unsafe.valuePointer.pointee.observers.wantsPatches
         let forJournal = recorder.journal?.options.recordPatches ?? false
         var operations: [JSONPatch.Operation]?
         var patchError: String?
@@ -197,8 +197,8 @@ extension Store {
             if let tape {
                 source = tape
             } else {
-                source = core.valuePointer.pointee.recorder?.scratch ?? SnapshotTape()
-                try core.valuePointer.pointee.encoder.encode(state.pointee, into: source)
+                source = core.unsafe.valuePointer.pointee.recorder?.scratch ?? SnapshotTape()
+                try core.unsafe.valuePointer.pointee.encoder.encode(state.pointee, into: source)
             }
             return .success(try SnapshotDecoder.decode(JSONValue.self, from: source))
         } catch {

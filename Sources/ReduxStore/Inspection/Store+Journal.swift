@@ -153,6 +153,6 @@ extension Store {
 
     /// Stops the journal when the store goes away (from deinit).
     func stopJournalAtDeinit() {
-        core.valuePointer.pointee.recorder?.journal?.stop()
+        core.unsafe.valuePointer.pointee.recorder?.journal?.stop()
     }
 }

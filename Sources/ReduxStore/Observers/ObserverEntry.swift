@@ -161,9 +161,9 @@ final class ObserverEntry: @unchecked Sendable {
         /// Waits for it. Only for a caller outside every callback that holds no reference to
         /// the entry: a call on this thread, or the caller's own reference, would never end.
         func wait() {
-            released.lock()
-            while !released.valuePointer.pointee { released.wait() }
-            released.unlock()
+            released.unsafe.lock()
+            while !released.unsafe.valuePointer.pointee { released.unsafe.wait() }
+            released.unsafe.unlock()
         }
     }
 

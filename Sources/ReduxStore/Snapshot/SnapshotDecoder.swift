@@ -30,6 +30,7 @@ package enum SnapshotDecoder {
         // Scratch per nesting depth, for the depths this tape has (a small state's fits on the
         // stack; sizing it by the limit would put ~20 KB on the heap for every decode).
         let depths = min(buffer.pointee.deepestContainer, StoreLimits.maximumNestingDepth) + 2
+        buffer.pointee._checkInvariants()
         do {
             return try withExtendedLifetime(tape) {
                 try withUnsafeTemporaryAllocation(
@@ -42,7 +43,10 @@ package enum SnapshotDecoder {
                     let cache = KeyedContainerCache(
                         ways: cacheWays, depths: depths,
                         memory: memory.baseAddress.unsafelyUnwrapped + depths * MemoryLayout<KeyHint>.stride)
-                    defer { cache.releaseBoxes() }
+                    defer {
+                        cache._checkInvariants(slots: buffer.pointee.slots, slotCount: buffer.pointee.slotCount)
+                        cache.releaseBoxes()
+                    }
                     var session = DecodeSession(
                         slots: buffer.pointee.slots, strings: buffer.pointee.strings,
                         buffer: buffer, hints: hints, hintCount: depths, cache: cache)
@@ -457,6 +461,8 @@ struct TapeDecoder: Decoder {
             let target = cache.targets + i
             if isNew { return newCachedContainer(Key.self, cache, i) }
             target.pointee = CachedTarget(buffer: nil, node: node, busy: true)
+            // The box cached for this key type, back as its container: a KeyedDecodingContainer is one
+            // strong reference to its box (checked once, `KeyedContainerCache.layoutHolds`).
             return unsafeBitCast(cache.boxes[i], to: KeyedDecodingContainer<Key>.self)
         }
         return KeyedDecodingContainer(TapeKeyedDecoder<Key>(session: session, node: node))
@@ -469,6 +475,8 @@ struct TapeDecoder: Decoder {
         let target = cache.targets + i
         target.initialize(to: CachedTarget(buffer: nil, node: node, busy: true))
         let container = KeyedDecodingContainer(TapeKeyedDecoder<Key>(session: session, target: target))
+        // Kept as its box: a KeyedDecodingContainer is one strong reference to it (checked once,
+        // `KeyedContainerCache.layoutHolds`); the cache's copy retains it.
         (cache.boxes + i).initialize(to: unsafeBitCast(container, to: AnyObject.self))
         cache.types[i] = ObjectIdentifier(Key.self)
         return container

@@ -46,6 +46,7 @@ package final class SnapshotEncoder {
             payload: 0, next: 0, key: 0, info: TapeTag.pending.rawValue | 1 << 8, first: 0))
         buffer.pointee.slotCount = 1
         cache.freeAll()
+        cache._checkInvariants(slots: buffer.pointee.slots, slotCount: 1)
         keys.reset()
         buffer.pointee.cache = cache
         buffer.pointee.keys = Unmanaged.passUnretained(keys)
@@ -66,6 +67,8 @@ package final class SnapshotEncoder {
             buffer.pointee.clear()
             throw error
         }
+        buffer.pointee._checkInvariants()
+        cache._checkInvariants(slots: buffer.pointee.slots, slotCount: buffer.pointee.slotCount)
     }
 }
 
@@ -275,6 +278,8 @@ struct TapeEncoder: Encoder {
             let target = cache.targets + i
             if isNew { return newCachedContainer(Key.self, cache, i) }
             target.pointee = CachedTarget(buffer: buffer, node: node, busy: true)
+            // The box cached for this key type, back as its container: a KeyedEncodingContainer is one
+            // strong reference to its box (checked once, `KeyedContainerCache.layoutHolds`).
             return unsafeBitCast(cache.boxes[i], to: KeyedEncodingContainer<Key>.self)
         }
         return KeyedEncodingContainer(TapeKeyedEncoder<Key>(buffer: buffer, node: node))
@@ -287,6 +292,8 @@ struct TapeEncoder: Encoder {
         let target = cache.targets + i
         target.initialize(to: CachedTarget(buffer: buffer, node: node, busy: true))
         let container = KeyedEncodingContainer(TapeKeyedEncoder<Key>(target: target))
+        // Kept as its box: a KeyedEncodingContainer is one strong reference to it (checked once,
+        // `KeyedContainerCache.layoutHolds`); the cache's copy retains it.
         (cache.boxes + i).initialize(to: unsafeBitCast(container, to: AnyObject.self))
         cache.types[i] = ObjectIdentifier(Key.self)
         return container

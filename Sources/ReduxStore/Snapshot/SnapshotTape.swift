@@ -360,3 +360,80 @@ extension TapeBuffer {
         }
     }
 }
+
+// MARK: Invariants (REDUXSTORE_INTERNAL_CHECKS: debug builds, the tests)
+
+extension TapeBuffer {
+    /// Checks what must hold of a tape at rest (after an encode returned, before a decode reads
+    /// it): counts within capacities; from slot 0, every link of a container's chain names a
+    /// slot after its parent (so no cycle), one level deeper, reached from one parent only, and
+    /// the chain's length and last link are the ones the container records; string and key
+    /// indices within `strings`; the deepest container recorded. Slots that no chain reaches
+    /// (an entry replaced under its key, a container re-asked as another kind) are allowed.
+    /// O(size of the tape); compiles to nothing without REDUXSTORE_INTERNAL_CHECKS.
+    func _checkInvariants() {
+        #if REDUXSTORE_INTERNAL_CHECKS
+        precondition(slotCount >= 0 && slotCount <= slotCapacity && slotCapacity <= Int(UInt32.max),
+                     "ReduxStore: tape slot count \(slotCount) outside its capacity \(slotCapacity)")
+        precondition(stringCount >= 0 && stringCount <= stringCapacity,
+                     "ReduxStore: tape string count \(stringCount) outside its capacity \(stringCapacity)")
+        precondition(tooDeep == -1 || (tooDeep > 0 && tooDeep < slotCount
+                                        && slots[tooDeep].depth > StoreLimits.maximumNestingDepth),
+                     "ReduxStore: the tape's too-deep mark \(tooDeep) names no too-deep container")
+        guard slotCount > 0 else { return }
+        precondition(slots[0].depth == 1, "ReduxStore: the tape's top-level slot is not at depth 1")
+        var reached = [Bool](repeating: false, count: slotCount)
+        reached[0] = true
+        var containers: [Int] = [0]
+        while let index = containers.popLast() {
+            let slot = slots[index]
+            switch slot.tag {
+            case .array, .object:
+                precondition(slot.depth <= deepestContainer,
+                             "ReduxStore: tape container \(index) deeper than the deepest recorded")
+                var child = slot.first
+                var last: UInt32 = 0
+                var walked = 0
+                while child != 0 {
+                    let c = Int(child)
+                    precondition(c > index && c < slotCount,
+                                 "ReduxStore: tape link \(c) of container \(index) out of bounds")
+                    precondition(!reached[c], "ReduxStore: tape slot \(c) linked twice")
+                    precondition(walked < slot.count,
+                                 "ReduxStore: tape container \(index) links more than its count \(slot.count)")
+                    reached[c] = true
+                    precondition(slots[c].depth == slot.depth + 1,
+                                 "ReduxStore: tape slot \(c) is not one level below its container")
+                    if slot.tag == .object {
+                        precondition(Int(slots[c].key) < stringCount,
+                                     "ReduxStore: tape key index of slot \(c) out of bounds")
+                    }
+                    containers.append(c)
+                    walked += 1
+                    last = child
+                    child = slots[c].next
+                }
+                precondition(walked == slot.count,
+                             "ReduxStore: tape container \(index) links \(walked) of its \(slot.count)")
+                precondition(walked == 0 || UInt32(truncatingIfNeeded: slot.payload >> 32) == last,
+                             "ReduxStore: tape container \(index) records a last child it does not end with")
+            case .pending:
+                precondition(slot.payload == 0 && slot.first == 0,
+                             "ReduxStore: tape slot \(index) awaits a container yet holds children")
+            case .string, .bigint:
+                precondition(slot.payload < UInt64(stringCount) && slot.first == 0,
+                             "ReduxStore: tape string index of slot \(index) out of bounds")
+            case .null, .bool, .int, .uint, .double, .float:
+                precondition(slot.first == 0, "ReduxStore: tape scalar slot \(index) has children")
+            default:
+                preconditionFailure("ReduxStore: tape slot \(index) has no known tag (\(slot.tag.rawValue))")
+            }
+        }
+        #endif
+    }
+}
+
+extension SnapshotTape {
+    /// ``TapeBuffer/_checkInvariants()`` of this tape's storage.
+    func _checkInvariants() { buffer.pointee._checkInvariants() }
+}

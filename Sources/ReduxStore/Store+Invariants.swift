@@ -1,6 +1,8 @@
 // Internal consistency checks of the store's unsafe structures, compiled in only under
 // REDUXSTORE_INTERNAL_CHECKS (set for debug builds by Package.swift, so every test run checks
-// them at each dispatch); release builds pay nothing.
+// them at each dispatch); release builds pay nothing. The same checks of the snapshot tape and
+// the container cache sit beside their types (SnapshotTape.swift, KeyedContainerCache.swift),
+// the journal's in Journal.swift.
 
 extension Store {
     /// Checks what must hold between actions, from a thread that holds the lock: the state
@@ -9,7 +11,7 @@ extension Store {
     @inline(__always)
     func _checkInvariantsLocked() {
         #if REDUXSTORE_INTERNAL_CHECKS
-        let core = self.core.valuePointer
+        let core = self.core.unsafe.valuePointer  // under the lock, as this function's name says
         precondition(stateAddress == UnsafeMutableRawPointer(state),
                      "ReduxStore: the reducers' state address is not the store's state")
         precondition(core.pointee.nested.isEmpty,
