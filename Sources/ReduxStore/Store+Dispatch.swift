@@ -135,8 +135,16 @@ extension Store {
     /// as ``StoreError/Kind/limit``, for callers that report errors (the C face) instead of the
     /// trap of ``dispatchAction(_:)``. Nothing to refuse in a store without middleware, or from
     /// inside its reducers (the action is queued there, not dispatched through the chain).
+    /// Inlined into the C face, so that a store without middleware pays one test.
+    @inlinable
     package func checkMiddlewareDepth() throws(StoreError) {
-        guard middleware != nil, applyingThread.load(ordering: .relaxed) != currentThreadID(),
+        if hasMiddleware { try checkMiddlewareDepthOfChain() }
+    }
+
+    /// ``checkMiddlewareDepth()`` for a store with middleware.
+    @usableFromInline
+    package func checkMiddlewareDepthOfChain() throws(StoreError) {
+        guard applyingThread.load(ordering: .relaxed) != currentThreadID(),
               ThreadContext.current(contextKey).pointee.middlewareDepth
                 >= StoreLimits.maximumMiddlewareDepth
         else { return }

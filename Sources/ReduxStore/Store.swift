@@ -37,6 +37,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// The middleware every action passes before the reducers; `nil` for none, so a store
     /// without middleware pays one test of a field per dispatch.
     let middleware: MiddlewareChain?
+    /// `middleware != nil`, for code inlined into other modules (the C face's checks).
+    @usableFromInline let hasMiddleware: Bool
     /// The state; guarded by `core`'s lock. Kept behind a pointer the store owns: a reducer
     /// mutates it in place through `inout`, with no run-time exclusivity check.
     let state: UnsafeMutablePointer<State>
@@ -139,6 +141,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         middleware: MiddlewareChain? = nil
     ) {
         self.middleware = middleware
+        hasMiddleware = middleware != nil
         switch reducers.count {
         case 0: reduce = { _, _ in }
         case 1: reduce = reducers[0]
