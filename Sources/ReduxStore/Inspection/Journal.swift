@@ -97,7 +97,8 @@ final class Journal: @unchecked Sendable {
 
     /// Entries that are not in the file as they were recorded.
     struct Loss {
-        /// The first failure's words.
+        /// The first failure's kind and words.
+        var kind = StoreError.Kind.io
         var reason: String
         var count = 0
         var first: UInt64
@@ -120,7 +121,6 @@ final class Journal: @unchecked Sendable {
         /// Entries written without their payload or patch (a number JSON cannot hold, a line
         /// over ``Journal/maximumLineSize``), each line saying why: reported once.
         var incomplete: Loss?
-        var incompleteKind = StoreError.Kind.encode
     }
     private let state = Locked(Shared())
     private var file: Int32 = -1
@@ -268,16 +268,11 @@ final class Journal: @unchecked Sendable {
     /// report (said once).
     func takeProblem() -> StoreError? {
         state.withLock { shared in
-            if let loss = shared.unwritten {
-                let lost = loss.count == 0 ? "" : "; \(Self.describe(loss)) not written, and the journal "
-                    + "writes nothing more: stop it, and start it again once the cause is fixed "
-                    + "(the file holds every line before, whole)"
-                return StoreError(.io, "journal \(path): \(loss.reason)\(lost)")
-            }
+            if let loss = shared.unwritten { return unwrittenError(loss) }
             if let loss = shared.incomplete {
                 shared.incomplete = nil
                 return StoreError(
-                    shared.incompleteKind,
+                    loss.kind,
                     "journal \(path): \(Self.describe(loss)) "
                         + (loss.count == 1 ? "was written without its payload or patch, the line saying why: "
                             : "were written without their payload or patch, each line saying why; the first: ")
@@ -289,11 +284,15 @@ final class Journal: @unchecked Sendable {
 
     /// The error the journal's writes met, if one failed; not cleared by reading it.
     var failure: StoreError? {
-        state.withLock { shared -> StoreError? in
-            guard let loss = shared.unwritten else { return nil }
-            let lost = loss.count == 0 ? "" : "; \(Self.describe(loss)) not written"
-            return StoreError(.io, "journal \(path): \(loss.reason)\(lost)")
-        }
+        state.withLock { shared in shared.unwritten.map(unwrittenError) }
+    }
+
+    /// The words for entries lost to a failed write (none counted yet: a failed sync).
+    private func unwrittenError(_ loss: Loss) -> StoreError {
+        let lost = loss.count == 0 ? "" : "; \(Self.describe(loss)) not written, and the journal "
+            + "writes nothing more: stop it, and start it again once the cause is fixed "
+            + "(the file holds every line before, whole)"
+        return StoreError(.io, "journal \(path): \(loss.reason)\(lost)")
     }
 
     private static func describe(_ loss: Loss) -> String {
@@ -523,8 +522,7 @@ final class Journal: @unchecked Sendable {
     private func noteIncomplete(_ version: UInt64, _ problem: JournalLineProblem) {
         state.withLock { shared in
             if shared.incomplete == nil {
-                shared.incomplete = Loss(reason: problem.reason, first: version, last: version)
-                shared.incompleteKind = problem.kind
+                shared.incomplete = Loss(kind: problem.kind, reason: problem.reason, first: version, last: version)
             }
             shared.incomplete!.count += 1
             shared.incomplete!.last = version
