@@ -301,8 +301,7 @@ struct MiddlewareTests {
         }
     }
 
-    @Test("next called on another thread, from a call the middleware waits for: applied, and what its reducer dispatches too",
-          .timeLimit(.minutes(1)))
+    @Test("next called on another thread, from a call the middleware waits for: applied, and what its reducer dispatches too")
     func nextOnAnotherThread() {
         let box = WeakStore<CounterState>()
         let elsewhere: Middleware<CounterState> = { _, action, next in
