@@ -533,6 +533,97 @@ RDX_API json_object *rdx_json_diff(json_object *from, json_object *to);
  */
 RDX_API rdx_status rdx_json_patch(json_object *document, json_object *patch);
 
+/* ---- The change feed: where each action came from, and a listener of every change ----------
+ *
+ * The store records each applied action once, under its lock, for everyone who consumes the
+ * record: the journal (rdx_store_start_journal(), whose lines then carry
+ * "source":"main.c:42"), the listeners below, and in Swift Store.changes(). A store nobody
+ * consumes from records nothing.
+ *
+ * Where an action was dispatched from: each dispatching function has an _at form that also takes
+ * the caller's file and line. Unless RDX_NO_SOURCE_MACROS is defined before this header is
+ * included, macros at its end make every call of the plain names (rdx_store_dispatch_action(),
+ * rdx_store_dispatch_json(), rdx_store_enqueue_action(), rdx_store_dispatch_batch_json()) such a
+ * call with __FILE__ and __LINE__; the functions themselves (called with the macros defined off,
+ * through a function pointer, or as (rdx_store_dispatch_action)(...)) record no source. `file` is
+ * borrowed: the store keeps a copy of each distinct name it records (at most
+ * RDX_MAX_SOURCE_FILES of them in a process; past that, actions from further files are recorded
+ * without a source). NULL or "" is no source. Returns what the plain function returns, and
+ * RDX_EINVAL for a negative line.
+ */
+#define RDX_MAX_SOURCE_FILES 4096
+
+RDX_API rdx_status rdx_store_dispatch_action_at(rdx_store *store, const char *identifier,
+                                                json_object *payload, const char *file, int line);
+RDX_API rdx_status rdx_store_dispatch_json_at(rdx_store *store, const char *action_json,
+                                              const char *file, int line);
+RDX_API rdx_status rdx_store_enqueue_action_at(rdx_store *store, const char *identifier,
+                                               json_object *payload, const char *file, int line);
+RDX_API rdx_status rdx_store_dispatch_batch_json_at(rdx_store *store, const char *actions_json,
+                                                    const char *file, int line);
+
+/*
+ * One applied action, as a change listener hears it. Everything it points to is borrowed for the
+ * call: copy what you keep (json_object_deep_copy(), strdup()).
+ */
+typedef struct rdx_change {
+    uint64_t version;        /* the version this action made */
+    const char *identifier;  /* the action's identifier */
+    json_object *payload;    /* its payload (a Swift store's typed action: its properties); NULL
+                                for none, or one that is not JSON */
+    json_object *patch;      /* with include_patches: the RFC 6902 patch from the state before the
+                                action to the state after it, an array; otherwise NULL (also when
+                                the state is not JSON) */
+    const char *file;        /* where it was dispatched from (__FILE__, or a Swift #fileID); NULL
+                                when unknown */
+    unsigned line;           /* the line of that call; 0 when unknown */
+    uint64_t batch_first;    /* the versions of the batch it was applied in, when it was applied */
+    uint64_t batch_last;     /* in a batch of more than one action; otherwise both 0 */
+    int64_t time_ns;         /* when it was applied, in nanoseconds since 1970-01-01 UTC, to within
+                                the kernel's clock tick (a few milliseconds) */
+} rdx_change;
+
+/* A change listener: `store` is the store it listens to, `context` what was registered with it. */
+typedef void (*rdx_change_fn)(rdx_store *store, const rdx_change *change, void *context);
+
+/*
+ * Adds a listener of every action applied from now on (from inside a reducer or listener: after
+ * the current action), whoever dispatched it (C, Swift, the store's queue). It is called once per
+ * action, in version order, on the thread applying it, under the store's lock, before the
+ * observers of that action are told: as a reducer is. It may call rdx_store_current_state(),
+ * rdx_store_current_value() and rdx_store_version(), dispatch to the store (the action is queued
+ * and applied right after the current one, and heard in turn), and add or remove observers and
+ * listeners, itself included; it must not wait for another thread that dispatches to the store,
+ * and it delays every dispatch while it runs. With include_patches each change carries its patch,
+ * which costs each action an encoding of the state and a diff.
+ * Returns a token (never 0) for rdx_store_remove_change_listener(); 0 for a NULL store or
+ * listener (RDX_EINVAL, rdx_last_error() says which). The listener is removed when the store's
+ * last reference is released.
+ */
+RDX_API uint64_t rdx_store_add_change_listener(rdx_store *store, bool include_patches,
+                                               rdx_change_fn listener, void *context);
+
+/*
+ * Removes a change listener. Once it returns, the listener is never called again (a call running
+ * on another thread holds the store's lock, which this waits for; from inside the listener itself
+ * it returns at once), so its context may be freed.
+ * Returns RDX_OK; RDX_EINVAL for a NULL store, or a token that is not one of this store's
+ * listeners (unknown, or already removed).
+ */
+RDX_API rdx_status rdx_store_remove_change_listener(rdx_store *store, uint64_t token);
+
+/* The dispatching functions' source macros (see "The change feed" above). */
+#ifndef RDX_NO_SOURCE_MACROS
+#define rdx_store_dispatch_action(store, identifier, payload) \
+    rdx_store_dispatch_action_at((store), (identifier), (payload), __FILE__, __LINE__)
+#define rdx_store_dispatch_json(store, action_json) \
+    rdx_store_dispatch_json_at((store), (action_json), __FILE__, __LINE__)
+#define rdx_store_enqueue_action(store, identifier, payload) \
+    rdx_store_enqueue_action_at((store), (identifier), (payload), __FILE__, __LINE__)
+#define rdx_store_dispatch_batch_json(store, actions_json) \
+    rdx_store_dispatch_batch_json_at((store), (actions_json), __FILE__, __LINE__)
+#endif
+
 #ifdef __cplusplus
 }
 #endif

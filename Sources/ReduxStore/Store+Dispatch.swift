@@ -19,44 +19,353 @@ extension Store {
     /// Cost: one lock, the reducers, and one call per synchronous observer. No copy of the state;
     /// no heap allocation for a value-type action of up to three words when no observer has a
     /// queue.
+    ///
+    /// The change feed (``changes(includingPatches:bufferingNewest:)``, the journal) records
+    /// where the action was dispatched from: `file` and `line`, which Swift fills in with the
+    /// caller's `#fileID` and `#line`; pass them on from a helper of your own that dispatches
+    /// for its callers. Carrying them costs no allocation.
     @inlinable
-    public func dispatchAction(_ action: some Action) {
+    public func dispatchAction(_ action: some Action, file: StaticString = #fileID, line: UInt = #line) {
         // Inlined into the caller, so the action is boxed by code that knows its type, and
         // whether it notifies is read there too: for an action that keeps the default, a
         // constant, where the boxed action's answer is a call through its witness table.
-        dispatch(erased: action, notifies: action.notifiesObservers)
+        dispatch(erased: action, notifies: action.notifiesObservers, source: DispatchSite(file, line))
     }
 
-    /// ``dispatchAction(_:)`` for an action already in an existential box: not generic, and the
-    /// box is handed to the reducers as it is. `notifies` is the action's
+    /// ``dispatchAction(_:file:line:)`` with its source as the dispatch path carries it (the C
+    /// face's, from a C caller's `__FILE__` and `__LINE__`).
+    @inlinable
+    package func dispatchAction(_ action: some Action, source: DispatchSite) {
+        dispatch(erased: action, notifies: action.notifiesObservers, source: source)
+    }
+
+    /// ``dispatchAction(_:file:line:)`` for an action already in an existential box: not
+    /// generic, and the box is handed to the reducers as it is. `notifies` is the action's
     /// ``Action/notifiesObservers`` if the caller read it, or `nil`: then it is asked only if
-    /// there are observers to tell.
+    /// there are observers to tell. `source`: where it was dispatched from.
     @usableFromInline
-    package func dispatch(erased action: any Action, notifies: Bool? = nil) {
+    package func dispatch(erased action: any Action, notifies: Bool? = nil, source: DispatchSite = .unknown) {
         let me = currentThreadID()
         if applyingThread.load(ordering: .relaxed) == me {
-            // From inside one of this store's reducers (this thread holds the lock).
-            core.unsafe.valuePointer.pointee.nested.append(action)
+            // From inside one of this store's reducers (this thread holds the lock). Applied
+            // after the C caller's call returned, perhaps: a borrowed source is kept.
+            core.unsafe.valuePointer.pointee.nested.append(
+                QueuedAction(action, source.borrowed ? source.kept() : source))
             return
         }
         if let middleware {
-            dispatchThroughMiddleware(action, middleware, on: me)
+            dispatchThroughMiddleware(action, source: source, middleware, on: me)
             return
         }
-        reduceAndNotify(action, on: me, notifies: notifies, context: ThreadContext.current(contextKey))
+        transact(.action(action, notifies: notifies), source: source, on: me, context: ThreadContext.current(contextKey))
     }
 
-    /// ``dispatch(erased:notifies:)`` in a store with middleware, outside its reducers: the action
-    /// passes the chain, then so does each action the reducers dispatched meanwhile. Out of line,
-    /// so that a store without middleware does not pay for it: inlined into
-    /// ``dispatch(erased:notifies:)``, it cost a dispatch without middleware 29 instructions
-    /// (callgrind, `ProfileDriver dispatch-o1`: 850, out of line 821; `middleware-pass` 1,126 →
-    /// 1,171).
-    private func dispatchThroughMiddleware(_ action: any Action, _ middleware: MiddlewareChain, on me: UInt) {
+    /// Applies `actions` as one: each passes the middleware (if any) first; then those that
+    /// reach the reducers are applied in order under one hold of the lock, so no reader,
+    /// snapshot, save or observer of this store sees the state between two of them. The version
+    /// grows by the number of actions applied; observers are told once, with the last version
+    /// and the last action's identifier (not at all when no action of the batch notifies).
+    ///
+    /// ```swift
+    /// store.dispatchActions([AddTodo(title: "milk"), AddTodo(title: "eggs")])
+    /// ```
+    ///
+    /// Actions the reducers dispatch meanwhile are applied right after the batch, each as its
+    /// own action. From inside a reducer the batch is queued whole, like a single action, and
+    /// applied right after the current action. From inside a middleware it counts as one level
+    /// against ``StoreLimits/maximumMiddlewareDepth``, as ``dispatchAction(_:file:line:)`` does.
+    /// `file` and `line` are recorded for each action of the batch (see
+    /// ``dispatchAction(_:file:line:)``).
+    public func dispatchActions(_ actions: [any Action], file: StaticString = #fileID, line: UInt = #line) {
+        dispatch(batch: actions, source: DispatchSite(file, line))
+    }
+
+    /// ``dispatchActions(_:file:line:)`` with its source as the dispatch path carries it.
+    package func dispatch(batch actions: [any Action], source: DispatchSite) {
+        if applyingThread.load(ordering: .relaxed) == currentThreadID() {
+            core.unsafe.valuePointer.pointee.nested.append(
+                QueuedAction(ActionBatch(actions: actions), source.borrowed ? source.kept() : source))
+            return
+        }
+        guard let middleware else {
+            if !actions.isEmpty {
+                transact(.batch(actions), source: source, on: currentThreadID(), context: ThreadContext.current(contextKey))
+            }
+            return
+        }
+        let context = ThreadContext.current(contextKey)
+        throughMiddleware(middleware, context: context) {
+            applyBatchThroughChain(actions, source: source, middleware, context: context)
+        }
+    }
+
+    // MARK: The apply transaction
+
+    /// What one hold of the store's lock applies (``transact(_:source:on:context:)``).
+    enum Change {
+        /// One action; `notifies` as in ``dispatch(erased:notifies:source:)``.
+        case action(any Action, notifies: Bool?)
+        /// The actions of a batch (at least one), applied as one.
+        case batch([any Action])
+        /// A new state, `replace` storing it at the state's address: ``restore(version:)``.
+        case replacement(restoredFrom: UInt64, replace: (UnsafeMutableRawPointer) -> Void)
+    }
+
+    /// The one place where the state changes: takes the store's lock, applies `change`, applies
+    /// what the reducers dispatched meanwhile, records each action in the change feed, releases
+    /// the lock, runs the wait it owes a full journal, and delivers the notifications. `me` is
+    /// the calling thread, outside this store's reducers; `context` its ``ThreadContext``.
+    ///
+    /// Under the lock, in this order: the invariants are checked (internal-checks builds); the
+    /// thread is marked as the applying one (so that a dispatch, read or observer change from
+    /// inside a reducer is recognised) and as inside a callback; the change is applied, each
+    /// action made a version and recorded (``recordLocked(_:at:batch:source:in:)``: the journal,
+    /// the history, listeners and patches read that one record); the version is published; the
+    /// notification round is made (observers and selections read under the lock). Then the
+    /// actions the reducers dispatched: without middleware they are applied here, FIFO, each with
+    /// its round; with middleware they must pass the chain, which runs user code that may read
+    /// the store, so they are handed to this thread's pass of the store
+    /// (``throughMiddleware(_:context:_:)``), which passes them once the lock is released, before
+    /// the dispatch that opened it returns.
+    ///
+    /// ## Which call waits for which
+    ///
+    /// These are the store's waiting rules, the one place they are written (the contract in the
+    /// DocC catalog, the README and the C header point here):
+    /// 1. The store's lock is held only by this transaction and by short reads or replacements
+    ///    of what it guards (the observer list, the snapshot tape, the recorder, a save's
+    ///    encoding). Under it run the reducers and the change feed's listeners (user code that
+    ///    may read the store and dispatch, which queues, but must not wait for another thread
+    ///    that dispatches to this store) — never an observer. A thread holding it takes no other
+    ///    store's lock, except through a reducer or listener that dispatches to another store.
+    /// 2. A dispatch waits for a full journal (``JournalOptions/Overflow/block``): after it
+    ///    released the lock, until the journal's writer took its entry. The writer holds no
+    ///    store lock while it writes, so it always makes room.
+    /// 3. `removeObserver` waits for another thread's running call of that observer only when
+    ///    the calling thread is outside every reducer, observer and autosave error handler of
+    ///    every store (its thread context's callback depth is 0): such a thread is holding up no
+    ///    callback, so the call it waits for can finish. Inside a callback removal does not
+    ///    wait; the release handler (`onRelease`, C's release callback) tells when the
+    ///    observer's context may be freed. Removing a change listener waits for the lock, which
+    ///    a running call of it holds.
+    /// 4. `flush` waits for the store's queue to apply what was enqueued before it; from inside
+    ///    a callback running on the queue's own thread it applies the rest itself instead, and
+    ///    from inside a reducer it returns at once. The queue's thread never waits for a flush.
+    /// 5. An autosave's turn is held across one save: the store's lock and the state's
+    ///    `encode(to:)` are taken inside it; it is never taken by a thread inside this store's
+    ///    reducers. The queue's lock, the observer entries' locks and the journal's locks are
+    ///    leaves: held for a few instructions, never while calling user code or taking another
+    ///    lock.
+    ///
+    /// So no combination of the store's calls deadlocks: a waiting thread holds no store lock
+    /// and runs no callback that the thread it waits for could need. What remains is the
+    /// caller's: a callback that waits for another thread which is itself waiting for that
+    /// callback (two stores' queues flushing each other from their observers, say) is a cycle
+    /// no library can break.
+    @inline(__always)
+    private func transact(
+        _ change: Change, source: DispatchSite, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        let core = self.core.unsafe.valuePointer
+        self.core.unsafe.lock()
+        _checkInvariantsLocked()
+        applyingThread.store(me, ordering: .relaxed)
+        context.pointee.callbackDepth += 1
+        var first: NotificationRound?
+        var more: [NotificationRound] = []
+        switch change {
+        case .action(let action, let notifies):
+            let version = apply(action, source: source)
+            publishedVersion.store(version, ordering: .releasing)
+            first = roundLocked(for: action, at: version, notifying: notifies)
+        case .batch(let actions):
+            first = applyBatchLocked(actions, source: source)
+        case .replacement(let restoredFrom, let replace):
+            first = replaceLocked(replace, restoredFrom: restoredFrom, then: &more)
+        }
+        var deferred: [QueuedAction] = []
+        if !core.pointee.nested.isEmpty { deferred = applyNestedLocked(rounds: &more) }
+        context.pointee.callbackDepth -= 1
+        applyingThread.store(0, ordering: .relaxed)
+        let journalWait = core.pointee.recorder?.takeJournalWait()
+        self.core.unsafe.unlock()
+        journalWait?.run()
+        if first != nil || !more.isEmpty { deliver(first, then: more, context: context) }
+        if !deferred.isEmpty { passOn(deferred, context: context) }
+    }
+
+    /// Runs the reducers for one action and counts it; records it in the change feed if anyone
+    /// consumes it; returns its version. The caller holds the lock and publishes the version
+    /// once the actions it applies as one are all applied.
+    @inline(__always)
+    private func apply(_ action: any Action, batch: ClosedRange<UInt64>? = nil, source: DispatchSite) -> UInt64 {
+        let core = self.core.unsafe.valuePointer
+        reduce(stateAddress, action)
+        core.pointee.version &+= 1
+        if let recorder = core.pointee.recorder {
+            recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
+        }
+        return core.pointee.version
+    }
+
+    /// Applies the actions of a batch (at least one) and publishes the last version; returns
+    /// the batch's one round (``roundLocked(for:at:notifying:)``), `nil` when none of its actions
+    /// notifies. The caller holds the lock.
+    private func applyBatchLocked(_ actions: [any Action], source: DispatchSite) -> NotificationRound? {
+        guard let last = actions.last else { return nil }
+        let first = core.unsafe.valuePointer.pointee.version &+ 1
+        let versions = actions.count > 1 ? first...(first &+ UInt64(actions.count - 1)) : nil
+        var version: UInt64 = 0
+        var notifies = false
+        for action in actions {
+            version = apply(action, batch: versions, source: source)
+            notifies = notifies || action.notifiesObservers
+        }
+        publishedVersion.store(version, ordering: .releasing)
+        return notifies ? roundLocked(for: last, at: version, notifying: true) : nil
+    }
+
+    /// Replaces the state as one applied action (``applyReplacingState(with:restoredFrom:)``);
+    /// returns its `stateDidChange` round and appends its `stateDidRestore` round to `rounds`.
+    /// The caller holds the lock.
+    private func replaceLocked(
+        _ replace: (UnsafeMutableRawPointer) -> Void, restoredFrom: UInt64, then rounds: inout [NotificationRound]
+    ) -> NotificationRound? {
+        let core = self.core.unsafe.valuePointer
+        replace(stateAddress)
+        core.pointee.version &+= 1
+        let version = core.pointee.version
+        let action = RestoreAction(from: restoredFrom)
+        if let recorder = core.pointee.recorder {
+            recordLocked(action, at: version, batch: nil, source: .unknown, in: recorder)
+        }
+        publishedVersion.store(version, ordering: .releasing)
+        let first = roundLocked(for: action, at: version)
+        if core.pointee.observers.count > 0 {
+            rounds.append(NotificationRound(
+                notification: StoreNotification(
+                    name: .stateDidRestore, version: version, actionIdentifier: action.identifier,
+                    restoredVersion: restoredFrom),
+                observers: core.pointee.observers, selectionsChanged: false))
+        }
+        return first
+    }
+
+    /// The actions the reducers dispatched during a hold of the lock. Without middleware:
+    /// applies them (and what their reducers dispatch in turn), FIFO, appending their rounds to
+    /// `rounds`, and returns none. With middleware: returns them, to pass the chain once the
+    /// lock is released. The caller holds the lock.
+    @inline(never)
+    private func applyNestedLocked(rounds: inout [NotificationRound]) -> [QueuedAction] {
+        let core = self.core.unsafe.valuePointer
+        guard middleware == nil else {
+            defer { core.pointee.nested.removeAll(keepingCapacity: true) }
+            return core.pointee.nested
+        }
+        var next = 0
+        while next < core.pointee.nested.count {
+            let queued = core.pointee.nested[next]
+            next += 1
+            if let batch = queued.action as? ActionBatch {
+                if let round = applyBatchLocked(batch.actions, source: queued.source) { rounds.append(round) }
+            } else {
+                let version = apply(queued.action, source: queued.source)
+                publishedVersion.store(version, ordering: .releasing)
+                if let round = roundLocked(for: queued.action, at: version) { rounds.append(round) }
+            }
+        }
+        core.pointee.nested.removeAll(keepingCapacity: true)
+        return []
+    }
+
+    /// After a hold of the lock in a store with middleware: hands what the reducers dispatched
+    /// to this thread's pass of the store, which passes them through the chain in order before
+    /// the outer dispatch returns; without such a pass (a `next` called on another thread than
+    /// its middleware's), dispatches them here.
+    @inline(never)
+    private func passOn(_ deferred: [QueuedAction], context: UnsafeMutablePointer<ThreadContext>) {
+        if let pass = context.pointee.pass(of: ObjectIdentifier(self)) {
+            if pass.pointee.dispatched == nil {
+                pass.pointee.dispatched = deferred
+            } else {
+                pass.pointee.dispatched!.append(contentsOf: deferred)
+            }
+            return
+        }
+        for queued in deferred {
+            if let batch = queued.action as? ActionBatch {
+                dispatch(batch: batch.actions, source: queued.source)
+            } else {
+                dispatch(erased: queued.action, source: queued.source)
+            }
+        }
+    }
+
+    /// The round that tells the observers of `action`, applied as `version`, or `nil` when the
+    /// action does not notify or no observer is to hear of it. Updates the key-path and pointer
+    /// observers' values first (they read the state, which the lock guards). The caller holds
+    /// the lock.
+    @inline(__always)
+    private func roundLocked(
+        for action: any Action, at version: UInt64, notifying: Bool? = nil
+    ) -> NotificationRound? {
+        guard core.unsafe.valuePointer.pointee.observers.count > 0,
+              notifying ?? action.notifiesObservers
+        else { return nil }
+        let observers = core.unsafe.valuePointer.pointee.observers
+        var selectionsChanged = false
+        if observers.hasSelections {
+            selectionsChanged = updateSelectionsLocked(at: version)
+            // Only selecting observers, and none of their values changed: nobody to call.
+            if !selectionsChanged && observers.onlySelecting { return nil }
+        }
+        if observers.wantsPatches, let recorder = core.unsafe.valuePointer.pointee.recorder {
+            let patch = recorder.takePendingPatch()
+            for entry in observers.patchObservers { entry.pendingPatches?.put(patch, at: version) }
+        }
+        return NotificationRound(
+            notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
+            observers: observers, selectionsChanged: selectionsChanged)
+    }
+
+    /// Reads and compares the values of the selecting observers after the action applied as
+    /// `version`; returns whether any changed (``ObserverList/updateSelections(of:state:version:)``).
+    /// The caller holds the lock.
+    @inline(never)
+    private func updateSelectionsLocked(at version: UInt64) -> Bool {
+        ObserverList.updateSelections(
+            of: Unmanaged.passUnretained(core.unsafe.valuePointer.pointee.observers), state: stateAddress,
+            version: version)
+    }
+
+    /// Replaces the state with `newState` as one applied action (``restore(version:)``): a new
+    /// version, recorded, and notified as `"RDXRestore"` to ``StoreNotification/Name/stateDidChange``
+    /// observers and with ``StoreNotification/restoredVersion`` to
+    /// ``StoreNotification/Name/stateDidRestore`` observers. The caller is outside the reducers.
+    func applyReplacingState(with newState: State, restoredFrom: UInt64) {
+        transact(
+            .replacement(restoredFrom: restoredFrom, replace: { address in
+                address.assumingMemoryBound(to: State.self).pointee = newState
+            }),
+            source: .unknown, on: currentThreadID(), context: ThreadContext.current(contextKey))
+    }
+
+    // MARK: Middleware
+
+    /// ``dispatch(erased:notifies:source:)`` in a store with middleware, outside its reducers:
+    /// the action passes the chain, then so does each action the reducers dispatched meanwhile.
+    /// Out of line, so that a store without middleware does not pay for it: inlined into
+    /// ``dispatch(erased:notifies:source:)``, it cost a dispatch without middleware 29
+    /// instructions (callgrind, `ProfileDriver dispatch-o1`: 850, out of line 821;
+    /// `middleware-pass` 1,126 → 1,171).
+    @inline(never)
+    private func dispatchThroughMiddleware(
+        _ action: any Action, source: DispatchSite, _ middleware: MiddlewareChain, on me: UInt
+    ) {
         let context = ThreadContext.current(contextKey)
         throughMiddleware(middleware, context: context) {
             // What reaches the reducers may be another action: asked whether it notifies.
-            middleware.run(self, action) { self.reduceAtEndOfChain($0, on: me, context: context) }
+            middleware.run(self, action) { self.reduceAtEndOfChain($0, source: source, on: me, context: context) }
         }
     }
 
@@ -67,13 +376,13 @@ extension Store {
     /// that thread held the lock, and waited for it forever).
     @inline(__always)
     private func reduceAtEndOfChain(
-        _ action: any Action, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
+        _ action: any Action, source: DispatchSite, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
     ) {
         let here = currentThreadID()
         if here == me {
-            reduceAndNotify(action, on: me, notifies: nil, context: context)
+            transact(.action(action, notifies: nil), source: source, on: me, context: context)
         } else {
-            reduceAndNotify(action, on: here, notifies: nil, context: ThreadContext.current(contextKey))
+            transact(.action(action, notifies: nil), source: source, on: here, context: ThreadContext.current(contextKey))
         }
     }
 
@@ -116,12 +425,14 @@ extension Store {
         // Read in place each time (a copy of the list held across the loop would make every
         // append copy it whole).
         while next < pass.pointee.dispatched!.count {
-            let action = pass.pointee.dispatched![next]
+            let queued = pass.pointee.dispatched![next]
             next += 1
-            if let batch = action as? ActionBatch {
-                applyBatchThroughChain(batch.actions, middleware)
+            if let batch = queued.action as? ActionBatch {
+                applyBatchThroughChain(batch.actions, source: queued.source, middleware, context: context)
             } else {
-                middleware.run(self, action) { self.reduceAtEndOfChain($0, on: me, context: context) }
+                middleware.run(self, queued.action) {
+                    self.reduceAtEndOfChain($0, source: queued.source, on: me, context: context)
+                }
             }
             if next == pass.pointee.dispatched!.count {
                 // All taken: a reducer that keeps dispatching one action reuses one slot.
@@ -131,10 +442,23 @@ extension Store {
         }
     }
 
+    /// Passes each of `actions` through the chain, then applies what passed as one batch.
+    private func applyBatchThroughChain(
+        _ actions: [any Action], source: DispatchSite, _ middleware: MiddlewareChain,
+        context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        var passed: [any Action] = []
+        passed.reserveCapacity(actions.count)
+        for action in actions {
+            middleware.run(self, action) { passed.append($0) }
+        }
+        if !passed.isEmpty { transact(.batch(passed), source: source, on: currentThreadID(), context: context) }
+    }
+
     /// Refuses a dispatch that would go past ``StoreLimits/maximumMiddlewareDepth`` on this thread,
     /// as ``StoreError/Kind/limit``, for callers that report errors (the C face) instead of the
-    /// trap of ``dispatchAction(_:)``. Nothing to refuse in a store without middleware, or from
-    /// inside its reducers (the action is queued there, not dispatched through the chain).
+    /// trap of ``dispatchAction(_:file:line:)``. Nothing to refuse in a store without middleware,
+    /// or from inside its reducers (the action is queued there, not dispatched through the chain).
     /// Inlined into the C face, so that a store without middleware pays one test.
     @inlinable
     package func checkMiddlewareDepth() throws(StoreError) {
@@ -157,283 +481,17 @@ extension Store {
             + "\(StoreLimits.maximumMiddlewareDepth) (a middleware that dispatches again without "
             + "end?); the action was not applied"
     }
-
-    /// Applies one action that passed the middleware (if any) and notifies the observers. The
-    /// caller, thread `me`, is outside this store's reducers.
-    @inline(__always)
-    private func reduceAndNotify(
-        _ action: any Action, on me: UInt, notifies: Bool?, context: UnsafeMutablePointer<ThreadContext>
-    ) {
-        let core = self.core.unsafe.valuePointer
-        self.core.unsafe.lock()
-        _checkInvariantsLocked()
-        applyingThread.store(me, ordering: .relaxed)
-        context.pointee.callbackDepth += 1
-        let version = apply(action)
-        publishedVersion.store(version, ordering: .releasing)
-        if !core.pointee.nested.isEmpty {
-            finishNestedAndDeliver(
-                first: roundLocked(for: action, at: version, notifying: notifies), context: context)
-            return
-        }
-        context.pointee.callbackDepth -= 1
-        applyingThread.store(0, ordering: .relaxed)
-        if let recorder = core.pointee.recorder, recorder.owesJournalWait || core.pointee.observers.wantsPatches {
-            // Observers want the action's patch, or the journal's queue is full and this
-            // thread waits once the lock is released. Off the fast path.
-            recordedRoundAndDeliver(action, at: version, notifies: notifies, context: context)
-            return
-        }
-        guard core.pointee.observers.count > 0, notifies ?? action.notifiesObservers else {
-            self.core.unsafe.unlock()
-            return
-        }
-        var selectionsChanged = false
-        if core.pointee.observers.hasSelections {
-            selectionsChanged = updateSelectionsLocked(at: version)
-            if !selectionsChanged && core.pointee.observers.onlySelecting {
-                self.core.unsafe.unlock()
-                return
-            }
-        }
-        let observers = core.pointee.observers
-        self.core.unsafe.unlock()
-        deliver(
-            NotificationRound(
-                notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
-                observers: observers, selectionsChanged: selectionsChanged),
-            context: context)
-    }
-
-    /// The end of ``reduceAndNotify(_:on:notifies:context:)`` when observers want patches or the journal is
-    /// full. The caller holds the lock, which this releases.
-    @inline(never)
-    private func recordedRoundAndDeliver(
-        _ action: any Action, at version: UInt64, notifies: Bool?, context: UnsafeMutablePointer<ThreadContext>
-    ) {
-        let round = roundLocked(for: action, at: version, notifying: notifies)
-        let journalWait = core.unsafe.valuePointer.pointee.recorder?.takeJournalWait()
-        self.core.unsafe.unlock()
-        journalWait?.run()
-        if let round { deliver(round, context: context) }
-    }
-
-    /// Applies `actions` as one: each passes the middleware (if any) first; then those that
-    /// reach the reducers are applied in order under one hold of the lock, so no reader,
-    /// snapshot, save or observer of this store sees the state between two of them. The version
-    /// grows by the number of actions applied; observers are told once, with the last version
-    /// and the last action's identifier (not at all when no action of the batch notifies).
-    ///
-    /// ```swift
-    /// store.dispatchActions([AddTodo(title: "milk"), AddTodo(title: "eggs")])
-    /// ```
-    ///
-    /// Actions the reducers dispatch meanwhile are applied right after the batch, each as its
-    /// own action. From inside a reducer the batch is queued whole, like a single action, and
-    /// applied right after the current action. From inside a middleware it counts as one level
-    /// against ``StoreLimits/maximumMiddlewareDepth``, as ``dispatchAction(_:)`` does.
-    public func dispatchActions(_ actions: [any Action]) {
-        if applyingThread.load(ordering: .relaxed) == currentThreadID() {
-            core.unsafe.valuePointer.pointee.nested.append(ActionBatch(actions: actions))
-            return
-        }
-        applyBatch(actions)
-    }
-
-    /// ``dispatchActions(_:)`` outside this store's reducers.
-    private func applyBatch(_ actions: [any Action]) {
-        guard let middleware else { return applyPassed(actions) }
-        throughMiddleware(middleware, context: ThreadContext.current(contextKey)) {
-            applyBatchThroughChain(actions, middleware)
-        }
-    }
-
-    /// Passes each of `actions` through the chain, then applies what passed as one batch.
-    private func applyBatchThroughChain(_ actions: [any Action], _ middleware: MiddlewareChain) {
-        var passed: [any Action] = []
-        passed.reserveCapacity(actions.count)
-        for action in actions {
-            middleware.run(self, action) { passed.append($0) }
-        }
-        applyPassed(passed)
-    }
-
-    /// Applies `passed`, the actions of a batch that passed the middleware (if any), as one.
-    private func applyPassed(_ passed: [any Action]) {
-        guard let last = passed.last else { return }
-        let context = ThreadContext.current(contextKey)
-        self.core.unsafe.lock()
-        _checkInvariantsLocked()
-        applyingThread.store(currentThreadID(), ordering: .relaxed)
-        context.pointee.callbackDepth += 1
-        var version: UInt64 = 0
-        var notifies = false
-        let first = core.unsafe.valuePointer.pointee.version &+ 1
-        for action in passed {
-            version = apply(action, batch: passed.count > 1 ? first : nil)
-            notifies = notifies || action.notifiesObservers
-        }
-        publishedVersion.store(version, ordering: .releasing)
-        let round = notifies ? roundLocked(for: last, at: version, notifying: true) : nil
-        finishNestedAndDeliver(first: round, context: context)
-    }
-
-    /// After the first action (or batch) of a hold of the lock was applied: applies what the
-    /// reducers dispatched meanwhile, releases the lock, and delivers the rounds in version
-    /// order. Without middleware the dispatched actions are applied before the lock is released,
-    /// FIFO; with middleware they must pass the chain, which runs user code that may read the
-    /// store, so they are taken out and handed to this thread's pass of this store (see
-    /// ``throughMiddleware(_:context:_:)``), which passes them through the chain once the lock is
-    /// released, FIFO, before the dispatch that opened it returns.
-    @inline(never)
-    private func finishNestedAndDeliver(
-        first: NotificationRound?, context: UnsafeMutablePointer<ThreadContext>
-    ) {
-        let core = self.core.unsafe.valuePointer
-        var rounds: [NotificationRound] = []
-        if let first { rounds.append(first) }
-        var deferred: [any Action] = []
-        if middleware == nil {
-            var next = 0
-            while next < core.pointee.nested.count {
-                let action = core.pointee.nested[next]
-                next += 1
-                if let batch = action as? ActionBatch {
-                    var version: UInt64 = 0
-                    var notifies = false
-                    let first = core.pointee.version &+ 1
-                    for action in batch.actions {
-                        version = apply(action, batch: batch.actions.count > 1 ? first : nil)
-                        notifies = notifies || action.notifiesObservers
-                    }
-                    publishedVersion.store(version, ordering: .releasing)
-                    if notifies, let last = batch.actions.last,
-                       let round = roundLocked(for: last, at: version, notifying: true) {
-                        rounds.append(round)
-                    }
-                } else {
-                    let version = apply(action)
-                    publishedVersion.store(version, ordering: .releasing)
-                    if let round = roundLocked(for: action, at: version) { rounds.append(round) }
-                }
-            }
-            core.pointee.nested.removeAll(keepingCapacity: true)
-        } else {
-            deferred = core.pointee.nested
-            core.pointee.nested.removeAll(keepingCapacity: true)
-        }
-        context.pointee.callbackDepth -= 1
-        applyingThread.store(0, ordering: .relaxed)
-        let journalWait = core.pointee.recorder?.takeJournalWait()
-        self.core.unsafe.unlock()
-        journalWait?.run()
-        if !rounds.isEmpty { deliver(rounds, context: context) }
-        guard !deferred.isEmpty else { return }
-        if let pass = context.pointee.pass(of: ObjectIdentifier(self)) {
-            if pass.pointee.dispatched == nil {
-                pass.pointee.dispatched = deferred
-            } else {
-                pass.pointee.dispatched!.append(contentsOf: deferred)
-            }
-            return
-        }
-        // A `next` called on another thread than its middleware's: no pass there.
-        for action in deferred {
-            if let batch = action as? ActionBatch {
-                applyBatch(batch.actions)
-            } else {
-                dispatch(erased: action)
-            }
-        }
-    }
-
-    /// The round that tells the observers of `action`, applied as `version`, or `nil` when the
-    /// action does not notify or no observer is to hear of it. Updates the key-path and pointer
-    /// observers' values first (they read the state, which the lock guards). The caller holds
-    /// the lock.
-    @inline(__always)
-    private func roundLocked(
-        for action: any Action, at version: UInt64, notifying: Bool? = nil
-    ) -> NotificationRound? {
-        guard core.unsafe.valuePointer.pointee.observers.count > 0,
-              notifying ?? action.notifiesObservers
-        else { return nil }
-        let observers = core.unsafe.valuePointer.pointee.observers
-        var selectionsChanged = false
-        if observers.hasSelections {
-            selectionsChanged = updateSelectionsLocked(at: version)
-            // Only selecting observers, and none of their values changed: nobody to call.
-            if !selectionsChanged && observers.onlySelecting { return nil }
-        }
-        if observers.wantsPatches, let recorder = core.unsafe.valuePointer.pointee.recorder {
-            let patch = recorder.takePendingPatch()
-            for entry in observers.patchObservers { entry.pendingPatches?.put(patch, at: version) }
-        }
-        return NotificationRound(
-            notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),
-            observers: observers, selectionsChanged: selectionsChanged)
-    }
-
-    /// Reads and compares the values of the selecting observers after the action applied as
-    /// `version`; returns whether any changed (``ObserverList/updateSelections(of:state:version:)``).
-    /// The caller holds the lock.
-    @inline(never)
-    private func updateSelectionsLocked(at version: UInt64) -> Bool {
-        ObserverList.updateSelections(
-            of: Unmanaged.passUnretained(core.unsafe.valuePointer.pointee.observers), state: stateAddress,
-            version: version)
-    }
-
-    /// Runs the reducers for one action and counts it; returns its version. The caller holds the
-    /// lock and publishes the version once the actions it applies as one are all applied.
-    @inline(__always)
-    private func apply(_ action: any Action, batch: UInt64? = nil) -> UInt64 {
-        let core = self.core.unsafe.valuePointer
-        reduce(stateAddress, action)
-        core.pointee.version &+= 1
-        if let recorder = core.pointee.recorder {
-            recordLocked(action, at: core.pointee.version, batch: batch, in: recorder)
-        }
-        return core.pointee.version
-    }
 }
 
-extension Store {
-    /// Replaces the state with `newState` as one applied action (``restore(version:)``): a new
-    /// version, recorded, and notified as `"RDXRestore"` to ``StoreNotification/Name/stateDidChange``
-    /// observers and with ``StoreNotification/restoredVersion`` to
-    /// ``StoreNotification/Name/stateDidRestore`` observers. The caller is outside the reducers.
-    func applyReplacingState(with newState: State, restoredFrom: UInt64) {
-        let core = self.core.unsafe.valuePointer
-        let context = ThreadContext.current(contextKey)
-        self.core.unsafe.lock()
-        _checkInvariantsLocked()
-        applyingThread.store(currentThreadID(), ordering: .relaxed)
-        context.pointee.callbackDepth += 1
-        state.pointee = newState
-        core.pointee.version &+= 1
-        let version = core.pointee.version
-        let action = RestoreAction(from: restoredFrom)
-        if let recorder = core.pointee.recorder {
-            recordLocked(action, at: version, batch: nil, in: recorder)
-        }
-        publishedVersion.store(version, ordering: .releasing)
-        let first = roundLocked(for: action, at: version)
-        // Then the restore's own notification, to its observers.
-        let restoredRound = core.pointee.observers.count > 0
-            ? NotificationRound(
-                notification: StoreNotification(
-                    name: .stateDidRestore, version: version, actionIdentifier: action.identifier,
-                    restoredVersion: restoredFrom),
-                observers: core.pointee.observers, selectionsChanged: false)
-            : nil
-        context.pointee.callbackDepth -= 1
-        applyingThread.store(0, ordering: .relaxed)
-        let journalWait = core.pointee.recorder?.takeJournalWait()
-        self.core.unsafe.unlock()
-        journalWait?.run()
-        let rounds = [first, restoredRound].compactMap { $0 }
-        if !rounds.isEmpty { deliver(rounds, context: context) }
+/// An action queued to be applied later (dispatched from inside a reducer, or passed on to the
+/// middleware), with where it was dispatched from.
+struct QueuedAction: Sendable {
+    let action: any Action
+    let source: DispatchSite
+
+    init(_ action: any Action, _ source: DispatchSite) {
+        self.action = action
+        self.source = source
     }
 }
 

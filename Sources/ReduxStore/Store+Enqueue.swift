@@ -7,7 +7,7 @@ import Glibc
 import Musl
 #endif
 
-/// The store's own serial queue of actions given to ``Store/enqueueAction(_:)``.
+/// The store's own serial queue of actions given to ``Store/enqueueAction(_:file:line:)``.
 final class EnqueuedActions: Sendable {
     /// Where the drains run.
     let queue = DispatchQueue(label: "ReduxStore.enqueue")
@@ -19,7 +19,7 @@ final class EnqueuedActions: Sendable {
     struct Backlog {
         /// Actions not yet taken off the queue: only the backlog, never the history (an
         /// action is dropped as soon as it is taken off).
-        var actions = Deque<any Action>()
+        var actions = Deque<QueuedAction>()
         var enqueuedCount: UInt64 = 0
         /// Actions taken off the queue to be applied.
         var dequeuedCount: UInt64 = 0
@@ -68,19 +68,24 @@ extension Store {
     ///
     /// - Precondition: this process is not a child made by `fork()` (libdispatch, which runs the
     ///   queue, does not work there).
-    public func enqueueAction(_ action: some Action) {
-        enqueue(erased: action)
+    ///
+    /// `file` and `line` are recorded as where the action was dispatched from (see
+    /// ``dispatchAction(_:file:line:)``).
+    public func enqueueAction(_ action: some Action, file: StaticString = #fileID, line: UInt = #line) {
+        enqueue(erased: action, source: DispatchSite(file, line))
     }
 
     /// Whether enqueueing and flushing work in this process: not in a child made by `fork()`
     /// (see ``ForkGeneration``).
     package var canEnqueue: Bool { !ForkGeneration.isForkedChild }
 
-    /// ``enqueueAction(_:)`` for an action already in an existential box (kept as it is).
-    func enqueue(erased action: any Action) {
+    /// ``enqueueAction(_:file:line:)`` for an action already in an existential box (kept as it
+    /// is); a borrowed `source` is kept (``DispatchSite/kept()``), as the action is applied later.
+    package func enqueue(erased action: any Action, source: DispatchSite = .unknown) {
+        let queued = QueuedAction(action, source.borrowed ? source.kept() : source)
         precondition(canEnqueue, "ReduxStore: enqueueAction in a child process made by fork()")
         let schedule = enqueued.state.withLock { backlog -> Bool in
-            backlog.actions.append(action)
+            backlog.actions.append(queued)
             backlog.enqueuedCount += 1
             defer { backlog.draining = true }
             return !backlog.draining
@@ -137,7 +142,7 @@ extension Store {
         backlog.pointee.drainDepth += 1
         while true {
             if let target, backlog.pointee.dequeuedCount >= target { break }
-            guard let action = backlog.pointee.actions.popFirst() else {
+            guard let queued = backlog.pointee.actions.popFirst() else {
                 if target == nil {
                     backlog.pointee.draining = false
                     backlog.pointee.drainingThread = 0
@@ -148,7 +153,7 @@ extension Store {
             backlog.pointee.drainingThread = me
             lock.unsafe.unlock()
 
-            dispatch(erased: action)
+            dispatch(erased: queued.action, source: queued.source)
 
             lock.unsafe.lock()
             if backlog.pointee.drainDepth == 1 {

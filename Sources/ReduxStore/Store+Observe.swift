@@ -24,7 +24,7 @@ extension Store {
     /// calls from several dispatching threads may run at the same time and finish in any order,
     /// as for any observer without a queue. An action that opts out of notifying
     /// (``Action/notifiesObservers``) is not compared: its change is seen by the next notifying
-    /// action. A batch (``dispatchActions(_:)``) is compared once, after its last action.
+    /// action. A batch (``dispatchActions(_:file:line:)``) is compared once, after its last action.
     ///
     /// Removed with ``removeObserver(_:)``, like any observer.
     ///

@@ -173,49 +173,34 @@ extension Store {
         return try body(core.unsafe.valuePointer, false)
     }
 
-    /// Delivers one round of notifications on this thread; the caller released the lock. From
-    /// inside an observer of this store on this thread, the round is queued behind the round in
-    /// progress instead.
+    /// Delivers the rounds of one hold of the lock on this thread, in version order: `first`, if
+    /// any, then `more`; the caller released the lock. From inside an observer of this store on
+    /// this thread, the rounds are queued behind the round in progress instead.
     ///
     /// Transparent, not just `@inline(__always)`: the compiler stopped inlining it into the
     /// dispatch path once that path grew (middleware, recorder, selections), and the call cost
     /// 36 instructions per dispatch with one observer (callgrind, ProfileDriver dispatch-o1:
     /// 867 outlined, 831 inlined).
     @_transparent
-    func deliver(_ round: NotificationRound, context: UnsafeMutablePointer<ThreadContext>) {
+    func deliver(
+        _ first: NotificationRound?, then more: [NotificationRound], context: UnsafeMutablePointer<ThreadContext>
+    ) {
         let id = ObjectIdentifier(self)
         if let frame = context.pointee.frame(for: id) {
-            frame.pointee.append(CollectionOfOne(round))
+            if let first { frame.pointee.append(CollectionOfOne(first)) }
+            if !more.isEmpty { frame.pointee.append(more) }
             return
         }
         // The frame lives on this function's stack, linked into the thread's chain for exactly
         // as long as it runs (ablation: an array of frames in the thread context instead costs
         // 20% more time per dispatch with one observer, 107 ns vs 89 ns on swift-packages-b, a
         // 2-core x86_64 VM; Benchmarks/README.md, "Ablations").
-        var frame = DeliveryFrame(store: id, outer: context.pointee.innermost)
+        var frame = DeliveryFrame(store: id, pending: more.isEmpty ? nil : more, outer: context.pointee.innermost)
         withUnsafeMutablePointer(to: &frame) { frame in
             context.pointee.innermost = frame
             context.pointee.callbackDepth += 1
             context.pointee._checkInvariants()
-            call(round)
-            while let next = frame.pointee.nextRound() { call(next) }
-            context.pointee.callbackDepth -= 1
-            context.pointee.innermost = frame.pointee.outer
-        }
-    }
-
-    /// Delivers rounds in order, as ``deliver(_:context:)`` delivers one.
-    func deliver(_ rounds: [NotificationRound], context: UnsafeMutablePointer<ThreadContext>) {
-        let id = ObjectIdentifier(self)
-        if let frame = context.pointee.frame(for: id) {
-            frame.pointee.append(rounds)
-            return
-        }
-        var frame = DeliveryFrame(store: id, pending: rounds, outer: context.pointee.innermost)
-        withUnsafeMutablePointer(to: &frame) { frame in
-            context.pointee.innermost = frame
-            context.pointee.callbackDepth += 1
-            context.pointee._checkInvariants()
+            if let first { call(first) }
             while let next = frame.pointee.nextRound() { call(next) }
             context.pointee.callbackDepth -= 1
             context.pointee.innermost = frame.pointee.outer

@@ -62,7 +62,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// (see ``init(erasedReducers:adopting:version:encoder:)``); a struct state is held `inout`
     /// by the reducer, and reading it meanwhile would be an overlapping access.
     let readableInsideReducer: Bool
-    /// Actions given to ``enqueueAction(_:)`` and not yet applied.
+    /// Actions given to ``enqueueAction(_:file:line:)`` and not yet applied.
     let enqueued: EnqueuedActions
     /// For stores whose actions may borrow what they hold (the C face's): makes the copy a
     /// journal keeps past the dispatch. `nil` for Swift stores, whose actions are values.
@@ -167,6 +167,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     deinit {
         finishAutosaveAtDeinit()
         stopJournalAtDeinit()
+        endChangeListenersAtDeinit()
         // The observer list goes with the core: each observer is released once no delivery
         // holds it (its release handler runs, so an async sequence of notifications ends).
         state.deinitialize(count: 1)
@@ -194,7 +195,7 @@ package typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
 struct StoreCore {
     var version: UInt64 = 0
     /// Actions dispatched from inside a reducer, applied after the current one (FIFO).
-    var nested: [any Action] = []
+    var nested: [QueuedAction] = []
     /// Registered observers in the order they were added. Immutable: a change makes a new list,
     /// so a delivery walks the list it took (and retained) under the lock.
     var observers: ObserverList = .empty

@@ -40,6 +40,13 @@ public func rdx_next_action(
 public func rdx_store_dispatch_batch_json(
     _ store: OpaquePointer?, _ actionsJSON: UnsafePointer<CChar>?
 ) -> rdx_status {
+    dispatchBatchFromC(store, actionsJSON, source: .unknown)
+}
+
+/// `rdx_store_dispatch_batch_json` (and its `_at` form).
+func dispatchBatchFromC(
+    _ store: OpaquePointer?, _ actionsJSON: UnsafePointer<CChar>?, source: DispatchSite
+) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let text = try CInput.required(actionsJSON, "actions_json")
@@ -58,7 +65,7 @@ public func rdx_store_dispatch_batch_json(
                 }
                 return actions
             }
-            try handle.core.dispatchBatch(actions)
+            try handle.core.dispatchBatch(actions, source: source)
         }
     }
 }

@@ -45,27 +45,21 @@ public func rdx_store_open(
 public func rdx_store_dispatch_action(
     _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
 ) -> rdx_status {
-    dispatchFromC(store, identifier, payload, enqueue: false)
+    dispatchFromC(store, identifier, payload, enqueue: false, source: .unknown)
 }
 
 @c @implementation
 public func rdx_store_dispatch_json(
     _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?
 ) -> rdx_status {
-    status { () throws(StoreError) in
-        try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            try CInput.withParsedAction(actionJSON) { (identifier, payload) throws(StoreError) in
-                try handle.dispatch(identifier: identifier, payload: payload, enqueue: false)
-            }
-        }
-    }
+    dispatchJSONFromC(store, actionJSON, source: .unknown)
 }
 
 @c @implementation
 public func rdx_store_enqueue_action(
     _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
 ) -> rdx_status {
-    dispatchFromC(store, identifier, payload, enqueue: true)
+    dispatchFromC(store, identifier, payload, enqueue: true, source: .unknown)
 }
 
 @c @implementation
@@ -194,18 +188,31 @@ private func addObserver(
     }
 }
 
-/// `rdx_store_dispatch_action` and `rdx_store_enqueue_action`: the arguments checked, then the
-/// action applied or queued.
-private func dispatchFromC(
+/// `rdx_store_dispatch_action` and `rdx_store_enqueue_action` (and their `_at` forms): the
+/// arguments checked, then the action applied or queued.
+func dispatchFromC(
     _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
-    enqueue: Bool
+    enqueue: Bool, source: DispatchSite
 ) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             if enqueue { try handle.checkCanEnqueue() }
             let identifier = try CInput.identifier(identifier)
             try CInput.tree(payload, "payload")
-            try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue)
+            try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue, source: source)
+        }
+    }
+}
+
+/// `rdx_store_dispatch_json` (and its `_at` form).
+func dispatchJSONFromC(
+    _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?, source: DispatchSite
+) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            try CInput.withParsedAction(actionJSON) { (identifier, payload) throws(StoreError) in
+                try handle.dispatch(identifier: identifier, payload: payload, enqueue: false, source: source)
+            }
         }
     }
 }

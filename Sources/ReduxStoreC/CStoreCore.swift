@@ -18,8 +18,9 @@ protocol CStoreCore: AnyObject, Sendable {
     var store: Store<State> { get }
 
     /// Applies an action now. `identifier` and `payload` are borrowed and already checked; what
-    /// is kept past the call is copied.
-    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)
+    /// is kept past the call is copied. `source`: where C dispatched it from.
+    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, source: DispatchSite)
+        throws(StoreError)
 
     /// An action of this store's kind for C's identifier and payload (borrowed, already
     /// checked), owning what it keeps: it may be applied after the call.
@@ -30,11 +31,11 @@ protocol CStoreCore: AnyObject, Sendable {
     // witness is that implementation specialized for its `State`.
 
     /// Queues an action from ``makeAction(identifier:payload:)``.
-    func enqueue(_ action: any Action)
+    func enqueue(_ action: any Action, source: DispatchSite)
 
     /// Applies `actions` as one batch; ``StoreError/Kind/limit`` from inside too many
     /// middleware calls (``Store/checkMiddlewareDepth()``).
-    func dispatchBatch(_ actions: [any Action]) throws(StoreError)
+    func dispatchBatch(_ actions: [any Action], source: DispatchSite) throws(StoreError)
 
     /// ``Store/startJournal(at:options:)`` and ``Store/stopJournal()``.
     func startJournal(at path: String, recordPatches: Bool) throws(StoreError)
@@ -67,15 +68,19 @@ protocol CStoreCore: AnyObject, Sendable {
 
     func removeObserver(_ token: ObserverToken) -> Bool
 
+    /// ``Store/addChangeListener(_:)`` and ``Store/removeChangeListener(_:)``.
+    func addChangeListener(_ listener: ChangeListener)
+    func removeChangeListener(_ listener: ChangeListener) -> Bool
+
     func save(to path: String) throws(StoreError)
 }
 
 extension CStoreCore {
-    func enqueue(_ action: any Action) { store.enqueueAction(action) }
+    func enqueue(_ action: any Action, source: DispatchSite) { store.enqueue(erased: action, source: source) }
 
-    func dispatchBatch(_ actions: [any Action]) throws(StoreError) {
+    func dispatchBatch(_ actions: [any Action], source: DispatchSite) throws(StoreError) {
         try store.checkMiddlewareDepth()
-        store.dispatchActions(actions)
+        store.dispatch(batch: actions, source: source)
     }
 
     func startJournal(at path: String, recordPatches: Bool) throws(StoreError) {
@@ -89,6 +94,10 @@ extension CStoreCore {
     }
 
     func flushJournal() throws(StoreError) { try store.flushJournal() }
+
+    func addChangeListener(_ listener: ChangeListener) { store.addChangeListener(listener) }
+
+    func removeChangeListener(_ listener: ChangeListener) -> Bool { store.removeChangeListener(listener) }
 
     func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
         PointerValue<State>(pointer: pointer).selection

@@ -32,6 +32,9 @@ final class CStoreHandle: @unchecked Sendable {
         /// The observers C registered through this handle, by the number C holds (the token's
         /// `rawValue`), removed when it closes.
         var tokens: [UInt64: ObserverToken] = [:]
+        /// The change listeners C added through this handle, by their token; removed when it
+        /// closes.
+        var listeners: [UInt64: ChangeListener] = [:]
         /// Set by ``close()``: enqueueing is refused from then on.
         var closed = false
         /// An action was enqueued through this handle since ``close()`` last flushed.
@@ -46,15 +49,15 @@ final class CStoreHandle: @unchecked Sendable {
 
     /// Applies (`enqueue` false) or enqueues an action. `identifier` and `payload` are borrowed
     /// and already checked; what is kept past the call is copied.
-    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool)
-        throws(StoreError)
-    {
+    func dispatch(
+        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool, source: DispatchSite
+    ) throws(StoreError) {
         if enqueue {
-            // Kept past this call: the action owns copies.
+            // Kept past this call: the action owns copies (and the core keeps the source).
             let action = try core.makeAction(identifier: identifier, payload: payload)
-            try enqueueing { core.enqueue(action) }
+            try enqueueing { core.enqueue(action, source: source) }
         } else {
-            try core.dispatch(identifier: identifier, payload: payload)
+            try core.dispatch(identifier: identifier, payload: payload, source: source)
         }
     }
 
@@ -90,16 +93,21 @@ final class CStoreHandle: @unchecked Sendable {
             core.flush()
             if !lifecycle.withLock({ $0.enqueuedSinceFlush }) { break }
         }
-        let tokens = lifecycle.withLock { state -> [UInt64: ObserverToken].Values? in
+        let closing = lifecycle.withLock {
+            state -> (tokens: [UInt64: ObserverToken].Values, listeners: [UInt64: ChangeListener].Values)? in
             // A retain after the count reached 0 revived the store; a concurrent close of that
             // owner's release may have closed it already.
             guard !state.closed, references.load(ordering: .acquiring) == 0 else { return nil }
             state.closed = true
-            defer { state.tokens = [:] }
-            return state.tokens.values
+            defer {
+                state.tokens = [:]
+                state.listeners = [:]
+            }
+            return (state.tokens.values, state.listeners.values)
         }
-        guard let tokens else { return }
-        for token in tokens { _ = core.removeObserver(token) }
+        guard let closing else { return }
+        for token in closing.tokens { _ = core.removeObserver(token) }
+        for listener in closing.listeners { _ = core.removeChangeListener(listener) }
         lifecycle.withLock { $0.keepAlive = nil }
     }
 
@@ -182,6 +190,29 @@ final class CStoreHandle: @unchecked Sendable {
         lifecycle.withLock { $0.tokens[token.rawValue] = token }
         return token
     }
+
+    /// Adds a C change listener; returns its token.
+    func addChangeListener(_ call: CChangeCall, includingPatches: Bool) -> UInt64 {
+        let listener = ChangeListener(includingPatches: includingPatches) { record in
+            call(record, includingPatch: includingPatches)
+        }
+        let token = Self.nextListenerToken.wrappingAdd(1, ordering: .relaxed).oldValue
+        // Known to the handle before it can be called, so that it may remove itself.
+        lifecycle.withLock { $0.listeners[token] = listener }
+        core.addChangeListener(listener)
+        return token
+    }
+
+    /// Removes the change listener C knows by `token` if it was added through this handle;
+    /// `false` for any other number.
+    func removeChangeListener(token: UInt64) -> Bool {
+        guard let listener = lifecycle.withLock({ $0.listeners.removeValue(forKey: token) }) else {
+            return false
+        }
+        return core.removeChangeListener(listener)
+    }
+
+    private static let nextListenerToken = Atomic<UInt64>(1)
 
     /// Removes the observer C knows by `rawValue` if it was registered through this handle;
     /// `false` for any other number.

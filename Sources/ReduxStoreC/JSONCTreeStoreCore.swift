@@ -43,12 +43,14 @@ final class JSONCTreeStoreCore: CStoreCore {
         try CAction(copying: identifier, payload: payload)
     }
 
-    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError) {
+    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, source: DispatchSite)
+        throws(StoreError)
+    {
         if store.isInsideReducer {
-            store.dispatchAction(try CAction(copying: identifier, payload: payload))
+            store.dispatchAction(try CAction(copying: identifier, payload: payload), source: source)
         } else {
             try store.checkMiddlewareDepth()
-            store.dispatchAction(CAction(borrowing: identifier, payload: payload))
+            store.dispatchAction(CAction(borrowing: identifier, payload: payload), source: source)
         }
     }
 }

@@ -34,10 +34,12 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
         self.actions = actions
     }
 
-    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError) {
+    func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, source: DispatchSite)
+        throws(StoreError)
+    {
         let action = try makeAction(identifier: identifier, payload: payload)
         try store.checkMiddlewareDepth()
-        store.dispatch(erased: action)
+        store.dispatch(erased: action, source: source)
     }
 
     /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values

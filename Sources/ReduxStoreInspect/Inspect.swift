@@ -137,6 +137,9 @@ struct JournalSummary: ParsableCommand {
     @Argument(help: "The journal file.")
     var file: String
 
+    @Flag(help: "Group the actions by where they were dispatched from (\"source\": File.swift:42), each with its actions per identifier.")
+    var bySource = false
+
     @OptionGroup var output: OutputOptions
 
     func run() throws {
@@ -170,13 +173,32 @@ struct JournalSummary: ParsableCommand {
             }
             if !summary.identifiers.isEmpty {
                 print("actions per identifier")
-                let width = summary.identifiers.map { $0.count.formatted().count }.max() ?? 1
-                for entry in summary.identifiers {
-                    let count = entry.count.formatted()
-                    print("  \(String(repeating: " ", count: width - count.count))\(count)  \(entry.identifier)")
+                printCounts(summary.identifiers.map { ($0.count, $0.identifier) }, indent: "  ")
+            }
+            if !summary.sources.isEmpty {
+                print("actions per source" + (summary.withoutSource > 0
+                    ? " (\(summary.withoutSource.formatted()) recorded without one)" : ""))
+                if bySource {
+                    for source in summary.sources {
+                        print("  \(source.count.formatted())  \(StoreError.printable(source.source))")
+                        printCounts(source.identifiers.map { ($0.count, $0.identifier) }, indent: "      ")
+                    }
+                } else {
+                    printCounts(summary.sources.map { ($0.count, $0.source) }, indent: "  ")
                 }
+            } else if bySource {
+                print("actions per source: none recorded (the journal's lines carry no \"source\")")
             }
         }
+    }
+}
+
+/// Prints `count  name` lines, the counts aligned right.
+private func printCounts(_ rows: [(count: Int, name: String)], indent: String) {
+    let width = rows.map { $0.count.formatted().count }.max() ?? 1
+    for row in rows {
+        let count = row.count.formatted()
+        print("\(indent)\(String(repeating: " ", count: width - count.count))\(count)  \(StoreError.printable(row.name))")
     }
 }
 

@@ -7,7 +7,7 @@
 ///   told);
 /// - dispatch other actions: `store.dispatchAction(other)`, which go through the whole chain,
 ///   inside this call: at most ``StoreLimits/maximumMiddlewareDepth`` (64) such dispatches run
-///   inside one another on a thread, and one more traps (see ``Store/dispatchAction(_:)``).
+///   inside one another on a thread, and one more traps (see ``Store/dispatchAction(_:file:line:)``).
 ///
 /// It reads the state only through ``Store/currentState()`` and ``Store/version``, never
 /// `inout`, and runs outside the store's lock on the dispatching thread. `next` applies what
@@ -79,8 +79,8 @@ extension Store {
     /// let store = Store(reducers: [todosReducer], state: Todos(), middleware: [dropEmpty])
     /// ```
     ///
-    /// Every action dispatched to the store — by ``dispatchAction(_:)``, ``enqueueAction(_:)``,
-    /// ``dispatchActions(_:)``, an effect or C — goes through the middleware in order; what the
+    /// Every action dispatched to the store — by ``dispatchAction(_:file:line:)``, ``enqueueAction(_:file:line:)``,
+    /// ``dispatchActions(_:file:line:)``, an effect or C — goes through the middleware in order; what the
     /// last one passes to `next` is applied. A batch's actions pass one by one, then what passed
     /// is applied as one. An action a reducer dispatches passes the chain too, once the current
     /// action was applied and the lock released (so unlike a store without middleware, actions

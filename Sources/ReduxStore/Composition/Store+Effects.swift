@@ -11,21 +11,24 @@ extension Store where State: SendableMetatype {
     /// ```
     ///
     /// The actions are applied in the order the sequence yields them, each with
-    /// ``dispatchAction(_:)`` (so they pass the middleware). Cancelling the task stops further
+    /// ``dispatchAction(_:file:line:)`` (so they pass the middleware). Cancelling the task stops further
     /// actions at once: none is applied after the cancellation, and the task ends with
     /// `CancellationError`. An error
     /// the sequence throws ends the task with that error (`try await task.value`). The task holds
     /// the store weakly: once the store is freed, nothing more is applied and the task ends
-    /// without an error.
+    /// without an error. Each action is recorded as dispatched from `file` and `line`, the
+    /// caller's by default.
     @discardableResult
-    public func dispatch<S: AsyncSequence & Sendable>(contentsOf actions: S) -> Task<Void, any Error>
+    public func dispatch<S: AsyncSequence & Sendable>(
+        contentsOf actions: S, file: StaticString = #fileID, line: UInt = #line
+    ) -> Task<Void, any Error>
     where S.Element: Action {
         weak let store = self
         return Task {
             for try await action in actions {
                 try Task.checkCancellation()
                 guard let store else { return }
-                store.dispatchAction(action)
+                store.dispatchAction(action, file: file, line: line)
             }
             // A sequence that ended because the task was cancelled (as AsyncStream's do) says so.
             try Task.checkCancellation()

@@ -104,9 +104,22 @@ package enum Inspector {
         package var patchLeftOut = 0
         package var firstPatchLeftOut: String?
 
+        /// Entries per place they were dispatched from (`"source"`), most frequent first (ties
+        /// by source), each with its entries per identifier; entries recorded without a source
+        /// are not counted here.
+        package var sources: [SourceCount] = []
+        /// Entries recorded without a source.
+        package var withoutSource = 0
+
         package struct IdentifierCount: Codable, Sendable, Equatable {
             package var identifier: String
             package var count: Int
+        }
+
+        package struct SourceCount: Codable, Sendable, Equatable {
+            package var source: String
+            package var count: Int
+            package var identifiers: [IdentifierCount]
         }
     }
 
@@ -121,6 +134,7 @@ package enum Inspector {
         // other actions.
         var counts: [JSONKey: Int] = [:]
         var lastBatch: UInt64?
+        var bySource: [JSONKey: [JSONKey: Int]] = [:]
         try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
             summary.entries += 1
             if summary.firstVersion == nil {
@@ -130,6 +144,11 @@ package enum Inspector {
             summary.lastVersion = line.version
             summary.lastTime = line.time
             counts[JSONKey(line.identifier), default: 0] += 1
+            if let source = line.source {
+                bySource[JSONKey(source), default: [:]][JSONKey(line.identifier), default: 0] += 1
+            } else {
+                summary.withoutSource += 1
+            }
             if let batch = line.batch {
                 summary.entriesInBatches += 1
                 if batch != lastBatch { summary.batches += 1 }
@@ -148,12 +167,23 @@ package enum Inspector {
             if summary.entries % progressEvery == 0 { progress(summary.entries) }
             return true
         }
-        summary.identifiers = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
-            .map { JournalSummary.IdentifierCount(identifier: $0.key.string, count: $0.value) }
+        summary.identifiers = ranked(counts)
+        summary.sources = bySource
+            .map { source, counts in
+                JournalSummary.SourceCount(
+                    source: source.string, count: counts.values.reduce(0, +), identifiers: ranked(counts))
+            }
+            .sorted { $0.count != $1.count ? $0.count > $1.count : JSONKey($0.source) < JSONKey($1.source) }
         if let first = summary.firstTime.flatMap(seconds(of:)), let last = summary.lastTime.flatMap(seconds(of:)) {
             summary.seconds = last - first
         }
         return summary
+    }
+
+    /// `counts` as identifier counts, most frequent first, ties by identifier (code points).
+    private static func ranked(_ counts: [JSONKey: Int]) -> [JournalSummary.IdentifierCount] {
+        counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            .map { JournalSummary.IdentifierCount(identifier: $0.key.string, count: $0.value) }
     }
 
     /// The state at `version`, rebuilt from `base` (the state before the journal's first

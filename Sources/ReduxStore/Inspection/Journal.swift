@@ -35,24 +35,6 @@ public struct JournalOptions: Sendable {
     public init() {}
 }
 
-/// One applied action, as the journal keeps it until the writer writes it.
-struct JournalEntry: @unchecked Sendable {
-    // @unchecked: `action` is Sendable (a C action's payload is a copy this entry owns).
-    let version: UInt64
-    /// The action, owning what it holds (a C action's payload is copied when recorded).
-    let action: any Action
-    /// When the action was applied, to within the kernel's clock tick (`CLOCK_REALTIME_COARSE`:
-    /// a few milliseconds).
-    let time: timespec
-    /// The version of the first action of the batch this action belongs to, if any.
-    let batch: UInt64?
-    /// The action's patch (with ``JournalOptions/recordPatches``); the writer prints it.
-    let patch: [JSONPatch.Operation]?
-    /// Why the patch could not be made, when it was asked for and could not be
-    /// (``JournalOptions/recordPatches`` with a state that is not JSON); the line says so.
-    let patchError: String?
-}
-
 /// An action that can say what to record for it, beyond what the journal knows how to encode
 /// (``JSONAction``'s payload, an `Encodable` action's properties): the C face's actions.
 package protocol JournalRecordable: Action {
@@ -84,7 +66,7 @@ final class Journal: @unchecked Sendable {
 
     /// What the dispatch path changes, under the store's lock.
     struct Queue {
-        var pending: [JournalEntry] = []
+        var pending: [ChangeRecord] = []
         var dropped = 0
         /// The highest version appended.
         var appended: UInt64 = 0
@@ -135,7 +117,7 @@ final class Journal: @unchecked Sendable {
     /// The writer thread's: the lines of a batch as written, padded to keep each in a page.
     @exclusivity(unchecked) private var staged = ByteBuffer()
     @exclusivity(unchecked) private var stagedEnds: [Int] = []
-    @exclusivity(unchecked) private var spare: [JournalEntry] = []
+    @exclusivity(unchecked) private var spare: [ChangeRecord] = []
 
     /// The longest line the journal writes (its newline not counted): the longest JSON text the
     /// journal's reader parses (``StoreLimits/maximumJSONTextSize``). An entry whose line would
@@ -193,26 +175,22 @@ final class Journal: @unchecked Sendable {
 
     // MARK: The dispatch side (under the store's lock)
 
-    /// Appends an entry; the caller holds the store's lock. Returns whether the dispatcher must
-    /// wait for the writer once it released the store's lock (``JournalOptions/Overflow/block``
-    /// and a full queue).
+    /// Appends the record of an applied action; the caller holds the store's lock. Returns
+    /// whether the dispatcher must wait for the writer once it released the store's lock
+    /// (``JournalOptions/Overflow/block`` and a full queue).
     ///
     /// It wakes the writer only when the queue reaches half its capacity: otherwise the writer
     /// wakes on its own every ``writerInterval`` milliseconds, so a dispatch makes no system call
     /// (a wake-up per entry cost more than the rest of the journal's work on the dispatch path).
     @inline(__always)
-    func append(
-        version: UInt64, action: any Action, time: timespec, batch: UInt64?, patch: [JSONPatch.Operation]?,
-        patchError: String? = nil
-    ) -> Bool {
+    func append(_ record: ChangeRecord) -> Bool {
         let count = queue.pending.count
         if count >= options.queueCapacity && options.overflow == .drop {
             queue.dropped += 1
             return false
         }
-        queue.pending.append(
-            JournalEntry(
-                version: version, action: action, time: time, batch: batch, patch: patch, patchError: patchError))
+        queue.pending.append(record)
+        let version = record.version
         queue.appended = version
         _checkQueueInvariantsLocked()
         if count + 1 == max(options.queueCapacity / 2, 1) { wakeWriter() }
@@ -334,7 +312,7 @@ final class Journal: @unchecked Sendable {
             // The emptied queue of the last batch goes in: its storage is reused. Moved out of
             // `spare`, not copied: a second reference to it would make the dispatcher's first
             // append copy the whole array (copy on write), and then grow it again entry by entry.
-            var batch: [JournalEntry] = []
+            var batch: [ChangeRecord] = []
             swap(&batch, &spare)
             storeLock!.withLockHeld { swap(&batch, &queue.pending) }
             if let last = batch.last?.version {
@@ -373,7 +351,7 @@ final class Journal: @unchecked Sendable {
     /// A write that fails (a full disk, a file size limit) is cut back off the file, so the file
     /// keeps every line before it, whole; its entries and every later one are counted as not
     /// written (``takeProblem()``).
-    private func write(_ entries: [JournalEntry]) {
+    private func write(_ entries: [ChangeRecord]) {
         let broken = state.withLock { $0.unwritten != nil }
         if broken {
             lose(entries[...], reason: nil)
@@ -506,7 +484,7 @@ final class Journal: @unchecked Sendable {
 
     /// Counts `entries` as not written: `reason` is the failure that stopped the journal (nil:
     /// it had stopped before).
-    private func lose(_ entries: ArraySlice<JournalEntry>, reason: String?) {
+    private func lose(_ entries: ArraySlice<ChangeRecord>, reason: String?) {
         guard let firstVersion = entries.first?.version, let lastVersion = entries.last?.version else { return }
         state.withLock { shared in
             var loss = shared.unwritten ?? Loss(reason: reason ?? "", first: firstVersion, last: lastVersion)

@@ -32,13 +32,13 @@ struct JournalLineFormatter: ~Copyable {
     /// Appends the line of `entry` (newline included) to ``output``. Returns what the line
     /// leaves out and why, when it leaves out the payload or the patch (the line says it too).
     @discardableResult
-    mutating func appendLine(for entry: JournalEntry) -> JournalLineProblem? {
+    mutating func appendLine(for entry: ChangeRecord) -> JournalLineProblem? {
         appendLine(for: entry, omittingPayload: nil)
     }
 
     /// ``appendLine(for:)``; with `omission`, the payload and patch are left out for that reason.
     @discardableResult
-    mutating func appendLine(for entry: JournalEntry, omittingPayload omission: String?) -> JournalLineProblem? {
+    mutating func appendLine(for entry: ChangeRecord, omittingPayload omission: String?) -> JournalLineProblem? {
         var problem: JournalLineProblem?
         append("{\"version\":")
         appendInteger(entry.version)
@@ -57,7 +57,11 @@ struct JournalLineFormatter: ~Copyable {
         append("\"")
         if let batch = entry.batch {
             append(",\"batch\":")
-            appendInteger(batch)
+            appendInteger(batch.lowerBound)
+        }
+        if entry.source.isKnown {
+            append(",\"source\":")
+            appendSource(entry.source)
         }
         var patchError = entry.patchError
         if let omission, entry.patch != nil || patchError != nil {
@@ -184,6 +188,22 @@ struct JournalLineFormatter: ~Copyable {
         bytes.count = start
         append(",\"replayable\":false")
         return reason
+    }
+
+    /// Prints `"File.swift:42"`: the file's name without its folders, a colon and the line, as
+    /// a JSON string (a C caller's file name may hold any bytes: escaped, and invalid UTF-8
+    /// replaced).
+    private mutating func appendSource(_ source: DispatchSite) {
+        let name = source.fileNameBytes
+        if name.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            append("\"")
+            bytes.append(name.assumingMemoryBound(to: UInt8.self))
+            append(":")
+            appendInteger(UInt64(source.line))
+            append("\"")
+        } else {
+            appendString(String(decoding: name, as: UTF8.self) + ":" + String(source.line))
+        }
     }
 
     /// Where the last value that could not be printed held its non-finite number: the JSON

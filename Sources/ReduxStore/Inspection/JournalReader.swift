@@ -25,6 +25,8 @@ package struct JournalLine: @unchecked Sendable {
     /// Why the patch is not in the line (`"patchError"`), when it was asked for and could not be
     /// made or written.
     package let patchError: String?
+    /// Where the action was dispatched from (`"source"`: `"Feature.swift:42"`), when recorded.
+    package let source: String?
     /// Where the line is, for messages: `journal.1:17`.
     package let place: String
     let root: JSONCTreeOwner
@@ -189,6 +191,7 @@ package enum JournalReader {
         }
         let payloadError = try reason("payloadError")
         let patchError = try reason("patchError")
+        let source = try reason("source")
         return JournalLine(
             version: version,
             identifier: String(cString: json_object_get_string(identifier)),
@@ -198,7 +201,7 @@ package enum JournalReader {
             batch: batchStart,
             time: String(cString: json_object_get_string(time)),
             patch: patch.found ? patch.value : nil,
-            payloadError: payloadError, patchError: patchError,
+            payloadError: payloadError, patchError: patchError, source: source,
             place: place, root: owner)
     }
 

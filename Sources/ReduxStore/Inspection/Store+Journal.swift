@@ -14,7 +14,7 @@ extension Store {
     /// version order. The payload is a ``JSONAction``'s payload or an `Encodable` action's
     /// encoded properties (then `"typed":true`: replay needs its type registered in
     /// ``ActionTypes``); any other action is recorded by identifier alone with
-    /// `"replayable":false`. The actions of a batch (``dispatchActions(_:)``) carry
+    /// `"replayable":false`. The actions of a batch (``dispatchActions(_:file:line:)``) carry
     /// `"batch":F`, the version of the batch's first action, and are replayed as one batch.
     /// With ``JournalOptions/recordPatches`` each line also carries `"patch":[…]`, the action's
     /// RFC 6902 patch.

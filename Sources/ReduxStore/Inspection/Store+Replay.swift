@@ -77,7 +77,11 @@ extension Store {
         }
         self.init(reducers: reducers, adopting: Self.deepCopy(state), version: start)
         for group in groups {
-            if group.count == 1 { dispatch(erased: group[0]) } else { dispatchActions(group) }
+            if group.count == 1 {
+                dispatch(erased: group[0])
+            } else {
+                dispatch(batch: group, source: .unknown)
+            }
         }
     }
 }

@@ -84,7 +84,7 @@ struct MiddlewarePass {
     /// The pass this one is nested in.
     let outer: UnsafeMutablePointer<MiddlewarePass>?
     /// `nil` (nothing to release) until a reducer dispatches.
-    var dispatched: [any Action]? = nil
+    var dispatched: [QueuedAction]? = nil
 }
 
 /// One store's notification delivery in progress on a thread.

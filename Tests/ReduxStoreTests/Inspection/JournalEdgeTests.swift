@@ -71,12 +71,13 @@ struct JournalEdgeTests {
         let store = Store(reducers: [gaugeReducer], state: Gauge())
         try store.startJournal(at: path)
         let huge = String(repeating: "h", count: StoreLimits.maximumJSONTextSize + 10)
-        store.dispatchAction(JSONAction(identifier: "note", payload: .string(huge)))
+        // The line: {"version":1,"identifier":"note","payload":"hhh…","time":"…","source":"Edge.swift:7"}
+        store.dispatchAction(JSONAction(identifier: "note", payload: .string(huge)), file: "Edge.swift", line: 7)
         store.dispatchAction(JSONAction(identifier: "read", payload: 7))
         let error = #expect(throws: StoreError.self) { try store.flushJournal() }
         #expect(error?.kind == .limit)
         #expect(error?.message.contains("1 entry (version 1) was written without its payload or patch") == true)
-        #expect(error?.message.contains("version 1: its line would be 67108954 bytes, more than the journal's limit of 67108864") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("version 1: its line would be 67108978 bytes, more than the journal's limit of 67108864") == true, "\(error?.message ?? "")")
         try store.flushJournal()  // said once
         store.stopJournal()
         let replay = #expect(throws: StoreError.self) {

@@ -2,12 +2,19 @@
 import Glibc
 #endif
 
-/// What a store records of each applied action besides applying it: the journal and the history
-/// (``Store/startJournal(at:options:)``, ``Store/keepHistory(_:)``). Touched only under the
-/// store's lock; the store's `recorder` field is `nil` while neither is on.
+/// The change feed: what a store records of each applied action besides applying it, and who
+/// consumes the record — the journal (``Store/startJournal(at:options:)``), the history
+/// (``Store/keepHistory(_:)``), the listeners (``Store/changes(includingPatches:bufferingNewest:)``
+/// and the C face's), and the observers that asked for patches. Touched only under the store's
+/// lock; the store's `recorder` field is `nil` while nobody consumes, so a dispatch then tests
+/// one field.
 final class Recorder {
     var journal: Journal? { didSet { updateJournalAlone() } }
     var history: History? { didSet { updateJournalAlone() } }
+    /// The listeners, in the order they were added.
+    var listeners: [ChangeListener] = [] { didSet { updateJournalAlone() } }
+    /// Whether a listener asked for patches.
+    private(set) var listenersWantPatches = false
     /// The state as JSON after the last recorded action, for patches (``JournalOptions/recordPatches``).
     var lastValue: JSONValue? {
         didSet { if keepsLastValue != (journalAlone == nil) { updateJournalAlone() } }
@@ -15,8 +22,9 @@ final class Recorder {
     /// Why ``lastValue`` is missing when the state could not be made JSON: the next patch
     /// cannot be made, and its journal line says so.
     var lastValueError: String?
-    /// The journal when an entry is all there is to make of an action: a journal without
-    /// patches, no history, no state kept for patches. The dispatch path appends to it straight
+    /// The journal when a record without a patch is all there is to make of an action and the
+    /// journal its one consumer: a journal without patches, no history, no listener, no state
+    /// kept for patches. The dispatch path appends to it straight
     /// away (when no observer asks for patches either: that list is the store's).
     private(set) var journalAlone: Journal?
     /// The tape the state is encoded into to make ``lastValue``, reused from one action to the
@@ -29,14 +37,15 @@ final class Recorder {
     /// for it to take once it released the lock.
     private var journalToWaitFor: (journal: Journal, version: UInt64)?
 
-    var isEmpty: Bool { journal == nil && history == nil && !keepsLastValue }
+    var isEmpty: Bool { journal == nil && history == nil && listeners.isEmpty && !keepsLastValue }
 
     /// Whether a dispatch owes the journal a wait (its queue is full): the dispatch then ends
     /// through ``Store/recordedRoundAndDeliver``, which waits once the lock is released.
     var owesJournalWait: Bool { journalToWaitFor != nil }
 
     private func updateJournalAlone() {
-        if let journal, !journal.options.recordPatches, history == nil, !keepsLastValue {
+        listenersWantPatches = listeners.contains { $0.includingPatches }
+        if let journal, !journal.options.recordPatches, history == nil, listeners.isEmpty, !keepsLastValue {
             journalAlone = journal
         } else {
             journalAlone = nil
@@ -116,22 +125,49 @@ final class History {
 }
 
 extension Store {
-    /// Records an applied action in the journal and the history. The caller holds the lock;
-    /// `version` is the action's.
+    /// Makes the one record of an applied action and hands it to each consumer of the change
+    /// feed. The caller, the apply transaction, holds the lock; `version` is the action's,
+    /// `batch` the versions of the batch it is applied in (if any), `source` where it was
+    /// dispatched from.
     @inline(__always)
-    func recordLocked(_ action: any Action, at version: UInt64, batch: UInt64?, in recorder: Recorder) {
-        // The journal alone, without patches: the entry is all there is to make.
+    func recordLocked(
+        _ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite,
+        in recorder: Recorder
+    ) {
+        // The journal alone, without patches: the record is all there is to make.
         if let journal = recorder.journalAlone, !core.unsafe.valuePointer.pointee.observers.wantsPatches {
-            appendToJournalLocked(journal, action, at: version, batch: batch, patch: nil, in: recorder)
+            if journal.append(makeRecordLocked(action, at: version, batch: batch, source: source)) {
+                recorder.mustWait(for: journal, through: version)
+            }
         } else {
-            recordWithPatchesLocked(action, at: version, batch: batch, in: recorder)
+            recordForEveryConsumerLocked(action, at: version, batch: batch, source: source, in: recorder)
         }
     }
 
-    /// ``recordLocked(_:at:batch:in:)`` when a history is kept or patches are made.
+    /// The record of `action`, owning what it holds: a C action's payload is copied
+    /// (``journalCopier``), a C caller's file name kept (``DispatchSite/kept()``).
+    @inline(__always)
+    private func makeRecordLocked(
+        _ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite,
+        patch: [JSONPatch.Operation]? = nil, patchError: String? = nil
+    ) -> ChangeRecord {
+        var time = timespec()
+        // The kernel's coarse clock: the time of its last tick (every 4 ms on the kernel of
+        // swift-packages-b, a 2-core x86_64 VM), read from memory for about 6 ns, where the
+        // precise clock costs about 28 ns there, half a dispatch (Benchmarks/README.md, "What
+        // inspection costs").
+        clock_gettime(CLOCK_REALTIME_COARSE, &time)
+        return ChangeRecord(
+            version: version, action: journalCopier.map { $0(action) } ?? action, time: time, batch: batch,
+            patch: patch, patchError: patchError, source: source.borrowed ? source.kept() : source)
+    }
+
+    /// ``recordLocked(_:at:batch:source:in:)`` when a history is kept, patches are made or
+    /// listeners listen.
     @inline(never)
-    private func recordWithPatchesLocked(
-        _ action: any Action, at version: UInt64, batch: UInt64?, in recorder: Recorder
+    private func recordForEveryConsumerLocked(
+        _ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite,
+        in recorder: Recorder
     ) {
         var tape: SnapshotTape?
         if let history = recorder.history {
@@ -145,7 +181,7 @@ extension Store {
         let forJournal = recorder.journal?.options.recordPatches ?? false
         var operations: [JSONPatch.Operation]?
         var patchError: String?
-        if forObservers || forJournal {
+        if forObservers || forJournal || recorder.listenersWantPatches {
             let now = stateAsJSONLocked(tape: tape)
             if let before = recorder.lastValue, case .success(let now) = now {
                 operations = JSONPatch.diff(from: before, to: now)
@@ -159,34 +195,21 @@ extension Store {
             recorder.forgetState()  // nobody wants patches: start afresh when someone does
         }
         if forObservers, let operations { recorder.pendingPatch += operations }
-        guard let journal = recorder.journal else { return }
-        appendToJournalLocked(
-            journal, action, at: version, batch: batch, patch: forJournal ? operations : nil,
-            patchError: forJournal ? patchError : nil, in: recorder)
-    }
-
-    @inline(__always)
-    private func appendToJournalLocked(
-        _ journal: Journal, _ action: any Action, at version: UInt64, batch: UInt64?,
-        patch: [JSONPatch.Operation]?, patchError: String? = nil,
-        in recorder: Recorder
-    ) {
-        var time = timespec()
-        // The kernel's coarse clock: the time of its last tick (every 4 ms on the kernel of
-        // swift-packages-b, a 2-core x86_64 VM), read from memory for about 6 ns, where the
-        // precise clock costs about 28 ns there, half a dispatch (Benchmarks/README.md, "What
-        // inspection costs").
-        clock_gettime(CLOCK_REALTIME_COARSE, &time)
-        let full: Bool
-        if let journalCopier {
-            full = journal.append(
-                version: version, action: journalCopier(action), time: time, batch: batch, patch: patch,
-                patchError: patchError)
-        } else {
-            full = journal.append(
-                version: version, action: action, time: time, batch: batch, patch: patch, patchError: patchError)
+        guard recorder.journal != nil || !recorder.listeners.isEmpty else { return }
+        let record = makeRecordLocked(
+            action, at: version, batch: batch, source: source, patch: operations, patchError: patchError)
+        if let journal = recorder.journal {
+            let forJournal = forJournal
+                ? record
+                : ChangeRecord(
+                    version: version, action: record.action, time: record.time, batch: batch, patch: nil,
+                    patchError: nil, source: record.source)
+            if journal.append(forJournal) { recorder.mustWait(for: journal, through: version) }
         }
-        if full { recorder.mustWait(for: journal, through: version) }
+        // A listener removed by an earlier one during this call is not called.
+        for listener in recorder.listeners where !listener.isRemoved {
+            listener.receive(record)
+        }
     }
 
     /// The state as a ``JSONValue`` (from `tape` if given), or why it cannot be made. The

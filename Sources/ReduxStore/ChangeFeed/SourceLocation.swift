@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Where an action was dispatched from: the file and line of the call to
+/// ``Store/dispatchAction(_:file:line:)``, ``Store/enqueueAction(_:file:line:)`` or
+/// ``Store/dispatchActions(_:file:line:)`` (Swift fills them in by default), or of a C program's
+/// `rdx_store_dispatch_*` call (the header's macros pass `__FILE__` and `__LINE__`).
+///
+/// ```swift
+/// for await change in store.changes() {
+///     print(change.identifier, change.source?.description ?? "?")   // "addTodo Feature.swift:42"
+/// }
+/// ```
+public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The file as the caller named it: Swift's `#fileID` (`"Module/Feature.swift"`), or C's
+    /// `__FILE__` (the path the compiler was given).
+    public let fileID: String
+    /// The line of the call, from 1.
+    public let line: UInt
+
+    public init(fileID: String, line: UInt) {
+        self.fileID = fileID
+        self.line = line
+    }
+
+    /// The file's name without its folders, a colon and the line: `"Feature.swift:42"`. The
+    /// journal writes this (`"source":"Feature.swift:42"`).
+    public var description: String { "\(fileName):\(line)" }
+
+    /// ``fileID`` without its folders (after the last `/`).
+    public var fileName: String {
+        guard let slash = fileID.utf8.lastIndex(of: UInt8(ascii: "/")) else { return fileID }
+        return String(fileID[fileID.utf8.index(after: slash)...])
+    }
+}
+
+/// Where an action was dispatched from, as the dispatch path carries it: a pointer, a length and
+/// a line, so that carrying it costs no allocation and no reference count.
+///
+/// Invariant: `file` is `nil` (no source known) or points at `count` bytes of UTF-8 and a NUL that stay
+/// valid for the life of the program (a Swift `#fileID` literal, or a C file name copied once
+/// into ``CFileNames``), unless `borrowed` is true: then they are a C caller's, valid only
+/// until its dispatch returns, and whatever keeps the site past that call takes
+/// ``kept()`` instead (the record of an applied action does, under the store's lock, which is
+/// still within the call).
+@frozen @usableFromInline
+package struct DispatchSite: Sendable {
+    // Sendable: the bytes are immutable; `borrowed` sites never leave the dispatching call.
+    /// The file's name, `count` bytes of UTF-8 followed by a NUL; `nil` when unknown.
+    @usableFromInline nonisolated(unsafe) package let file: UnsafeRawPointer?
+    @usableFromInline package let count: Int
+    /// The line; 0 when unknown.
+    @usableFromInline package let line: UInt
+    /// Whether `file` is a C caller's, valid only for its call.
+    @usableFromInline package let borrowed: Bool
+
+    /// No source known (C's plain `rdx_store_dispatch_*` functions, replayed actions).
+    @inlinable
+    package static var unknown: DispatchSite { DispatchSite(file: nil, count: 0, line: 0, borrowed: false) }
+
+    @inlinable
+    init(file: UnsafeRawPointer?, count: Int, line: UInt, borrowed: Bool) {
+        self.file = file
+        self.count = count
+        self.line = line
+        self.borrowed = borrowed
+    }
+
+    /// A Swift caller's `#fileID` and `#line`: a literal, which lives as long as the program.
+    @inlinable
+    package init(_ file: StaticString, _ line: UInt) {
+        if file.hasPointerRepresentation {
+            self.init(file: UnsafeRawPointer(file.utf8Start), count: file.utf8CodeUnitCount, line: line, borrowed: false)
+        } else {
+            self.init(file: nil, count: 0, line: 0, borrowed: false)
+        }
+    }
+
+    /// A C caller's `file` (NUL-terminated) and `line`, borrowed for the call. `nil` or an empty
+    /// name is no source.
+    package init(borrowingCFile file: UnsafePointer<CChar>?, line: UInt) {
+        guard let file, file.pointee != 0 else {
+            self.init(file: nil, count: 0, line: 0, borrowed: false)
+            return
+        }
+        self.init(file: UnsafeRawPointer(file), count: strlen(file), line: line, borrowed: true)
+    }
+
+    /// Whether a source is known.
+    @inline(__always)
+    var isKnown: Bool { file != nil }
+
+    /// This site, with bytes that live as long as the program: a borrowed C name is copied once
+    /// per distinct name (``CFileNames``).
+    package func kept() -> DispatchSite {
+        guard borrowed, let file else { return self }
+        guard let name = CFileNames.intern(UnsafeRawBufferPointer(start: file, count: count)) else {
+            return .unknown
+        }
+        return DispatchSite(file: name.baseAddress, count: name.count, line: line, borrowed: false)
+    }
+
+    /// The site as the public type; `nil` when unknown. Copies the name (the one allocation, for a
+    /// consumer that asked for it).
+    var location: SourceLocation? {
+        guard let file else { return nil }
+        return SourceLocation(
+            fileID: String(decoding: UnsafeRawBufferPointer(start: file, count: count), as: UTF8.self),
+            line: line)
+    }
+
+    /// The file's name without folders, as UTF-8 bytes (the journal prints it).
+    var fileNameBytes: UnsafeRawBufferPointer {
+        let bytes = UnsafeRawBufferPointer(start: file, count: count)
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return bytes }
+        return UnsafeRawBufferPointer(rebasing: bytes[(slash + 1)...])
+    }
+}
+
+/// The C file names dispatches were recorded with, each copied once and kept for the life of the
+/// process, so that a record of an action (a journal's line written later) can point at it. A
+/// program names a fixed set of files (`__FILE__`); past ``limit`` distinct names, further ones
+/// are recorded as no source rather than kept without bound.
+package enum CFileNames {
+    /// The most names kept; past it a new name's site is recorded as unknown.
+    package static let limit = 4096
+
+    private struct Table {
+        /// Each name's copy, by its bytes.
+        var byContent: [[UInt8]: UnsafeRawBufferPointer] = [:]
+        /// The copy of the name last seen at an address (`__FILE__` is one address per file):
+        /// found without making a key, then compared byte for byte.
+        var byAddress: [UInt: UnsafeRawBufferPointer] = [:]
+    }
+
+    // nonisolated(unsafe): the table is reached only under its lock; the buffers it holds are
+    // never written after they were filled.
+    private nonisolated(unsafe) static let table = Locked(Table())
+
+    /// The kept copy of `bytes`; `nil` past ``limit`` names.
+    static func intern(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        table.withLock { table in
+            let address = UInt(bitPattern: bytes.baseAddress)
+            if let kept = table.byAddress[address], kept.elementsEqual(bytes) { return kept }
+            let key = Array(bytes)
+            let kept: UnsafeRawBufferPointer
+            if let known = table.byContent[key] {
+                kept = known
+            } else {
+                guard table.byContent.count < limit else { return nil }
+                // With a NUL after it, as a C caller's name and a Swift literal have.
+                let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
+                copy.copyMemory(from: bytes)
+                copy[bytes.count] = 0
+                kept = UnsafeRawBufferPointer(rebasing: copy[..<bytes.count])
+                table.byContent[key] = kept
+            }
+            if table.byAddress.count < 4 * limit { table.byAddress[address] = kept }
+            return kept
+        }
+    }
+}

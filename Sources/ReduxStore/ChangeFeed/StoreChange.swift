@@ -1,0 +1,107 @@
+public import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One applied action, as ``Store/changes(includingPatches:bufferingNewest:)`` tells it: the
+/// version it made, what it was, what it changed and where it was dispatched from.
+///
+/// ```swift
+/// for await change in store.changes(includingPatches: true) {
+///     print(change.version, change.identifier, change.source?.description ?? "-", change.patch ?? [])
+/// }
+/// ```
+public struct StoreChange: Sendable {
+    /// The version this action made.
+    public let version: UInt64
+    /// The action's identifier.
+    public let identifier: String
+    /// The action's payload as JSON: a ``JSONAction``'s payload, an `Encodable` action's
+    /// properties, a C action's payload. `nil` when the action carries none, is not `Encodable`,
+    /// or its payload is not JSON (see ``payloadError``).
+    public let payload: JSONValue?
+    /// Why ``payload`` is `nil` for an action whose payload could not be made JSON (a NaN, an
+    /// `encode(to:)` that throws); `nil` otherwise.
+    public let payloadError: String?
+    /// The action's RFC 6902 patch from the state before it to the state after it, when the
+    /// consumer asked for patches and the state is JSON; `nil` otherwise.
+    public let patch: [JSONPatch.Operation]?
+    /// Where the action was dispatched from, when known (``SourceLocation``).
+    public let source: SourceLocation?
+    /// When it was applied, to within the kernel's clock tick (a few milliseconds).
+    public let time: Date
+    /// The versions of the batch (``Store/dispatchActions(_:file:line:)``) this action was
+    /// applied in, when it was applied in one of more than one action.
+    public let batch: ClosedRange<UInt64>?
+
+    /// The public form of `record`; `includingPatch`: whether the consumer asked for patches.
+    init(_ record: ChangeRecord, includingPatch: Bool) {
+        version = record.version
+        identifier = record.action.identifier
+        let payload = ChangeRecord.payloadValue(of: record.action)
+        switch payload {
+        case .success(let value):
+            self.payload = value
+            payloadError = nil
+        case .failure(let error):
+            self.payload = nil
+            payloadError = error.message
+        }
+        patch = includingPatch ? record.patch : nil
+        source = record.source.location
+        time = Date(
+            timeIntervalSince1970: Double(record.time.tv_sec) + Double(record.time.tv_nsec) / 1_000_000_000)
+        batch = record.batch
+    }
+}
+
+/// One applied action, recorded once under the store's lock by the apply transaction
+/// (``Store/recordLocked(_:at:batch:source:in:)``), for every consumer of the change feed: the
+/// journal, ``Store/changes(includingPatches:bufferingNewest:)``, the C face's listeners, and the
+/// patches of observers that asked for them.
+package struct ChangeRecord: @unchecked Sendable {
+    // @unchecked: `action` is Sendable and owns what it holds (a C action's payload is a copy
+    // made for the record); `source` points at bytes that live as long as the program.
+    package let version: UInt64
+    /// The action, owning what it holds.
+    package let action: any Action
+    /// When the action was applied, to within the kernel's clock tick (`CLOCK_REALTIME_COARSE`:
+    /// a few milliseconds).
+    package let time: timespec
+    /// The versions of the batch this action belongs to, if it was applied in one of more than
+    /// one action.
+    package let batch: ClosedRange<UInt64>?
+    /// The action's patch, when a consumer asked for patches and it could be made.
+    package let patch: [JSONPatch.Operation]?
+    /// Why the patch could not be made, when a consumer asked for it.
+    package let patchError: String?
+    /// Where the action was dispatched from; its bytes live as long as the program.
+    package let source: DispatchSite
+
+    /// The public ``SourceLocation`` of ``source``.
+    package var sourceLocation: SourceLocation? { source.location }
+
+    /// `action`'s payload as JSON (see ``StoreChange/payload``): `nil` for none, a failure
+    /// naming why it cannot be made JSON.
+    package static func payloadValue(of action: any Action) -> Result<JSONValue?, StoreError> {
+        if let action = action as? JSONAction { return .success(action.payload) }
+        do throws(StoreError) {
+            if let action = action as? any JournalRecordable {
+                guard let tree = action.journalPayload else { return .success(nil) }
+                return .success(try JSONCDecoder().decode(JSONValue.self, from: tree))
+            }
+            guard let action = action as? any Encodable else { return .success(nil) }
+            return .success(try encodeToJSON(action))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func encodeToJSON<E: Encodable>(_ value: E) throws(StoreError) -> JSONValue {
+        let tape = SnapshotTape()
+        try SnapshotEncoder().encode(value, into: tape)
+        return try SnapshotDecoder.decode(JSONValue.self, from: tape)
+    }
+}

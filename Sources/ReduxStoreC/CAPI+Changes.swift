@@ -1,0 +1,117 @@
+// The change feed's C functions: the dispatching functions' `_at` forms, which record where C
+// dispatched from, and change listeners.
+internal import CJSONC
+public import CReduxStoreAPI
+import ReduxStore
+import Synchronization
+
+@c @implementation
+public func rdx_store_dispatch_action_at(
+    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
+    _ file: UnsafePointer<CChar>?, _ line: Int32
+) -> rdx_status {
+    withSource(file, line) { source in dispatchFromC(store, identifier, payload, enqueue: false, source: source) }
+}
+
+@c @implementation
+public func rdx_store_dispatch_json_at(
+    _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?, _ file: UnsafePointer<CChar>?,
+    _ line: Int32
+) -> rdx_status {
+    withSource(file, line) { source in dispatchJSONFromC(store, actionJSON, source: source) }
+}
+
+@c @implementation
+public func rdx_store_enqueue_action_at(
+    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
+    _ file: UnsafePointer<CChar>?, _ line: Int32
+) -> rdx_status {
+    withSource(file, line) { source in dispatchFromC(store, identifier, payload, enqueue: true, source: source) }
+}
+
+@c @implementation
+public func rdx_store_dispatch_batch_json_at(
+    _ store: OpaquePointer?, _ actionsJSON: UnsafePointer<CChar>?, _ file: UnsafePointer<CChar>?,
+    _ line: Int32
+) -> rdx_status {
+    withSource(file, line) { source in dispatchBatchFromC(store, actionsJSON, source: source) }
+}
+
+/// Runs `body` with C's `file` and `line` as a source, borrowed for the call; `RDX_EINVAL` for a
+/// negative line.
+private func withSource(
+    _ file: UnsafePointer<CChar>?, _ line: Int32, _ body: (DispatchSite) -> rdx_status
+) -> rdx_status {
+    guard line >= 0 else {
+        return StoreError(.invalidArgument, "line is \(line): a line number is 0 or more").record()
+    }
+    return body(DispatchSite(borrowingCFile: file, line: UInt(line)))
+}
+
+@c @implementation
+public func rdx_store_add_change_listener(
+    _ store: OpaquePointer?, _ includePatches: Bool, _ listener: rdx_change_fn?,
+    _ context: UnsafeMutableRawPointer?
+) -> UInt64 {
+    do {
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) -> UInt64 in
+            let listener = try CInput.required(listener, "listener")
+            return handle.addChangeListener(
+                CChangeCall(function: listener, context: context, handle: handle), includingPatches: includePatches)
+        }
+    } catch {
+        _ = error.record()
+        return 0
+    }
+}
+
+@c @implementation
+public func rdx_store_remove_change_listener(_ store: OpaquePointer?, _ token: UInt64) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            guard handle.removeChangeListener(token: token) else {
+                throw StoreError(
+                    .invalidArgument, "token \(token) is not a change listener of this store (unknown, or removed already)")
+            }
+        }
+    }
+}
+
+/// A C change listener and what it is called with. It holds a reference to the handle, so the
+/// `rdx_store *` it passes stays valid for the call even if the listener releases it.
+struct CChangeCall: @unchecked Sendable {
+    // @unchecked: C promised the function may be called from any thread with this context.
+    let function: rdx_change_fn
+    let context: UnsafeMutableRawPointer?
+    let handle: CStoreHandle
+
+    /// Calls the listener with `record`, its trees and strings borrowed for the call.
+    func callAsFunction(_ record: ChangeRecord, includingPatch: Bool) {
+        // A C action's payload is its own tree; another's is made for the call and put after.
+        var madePayload: OpaquePointer?
+        let payload: OpaquePointer?
+        if let action = record.action as? any JournalRecordable {
+            payload = action.journalPayload
+        } else if case .success(let value?) = ChangeRecord.payloadValue(of: record.action) {
+            madePayload = try? JSONCEncoder().encode(value)
+            payload = madePayload
+        } else {
+            payload = nil
+        }
+        let patch = includingPatch ? record.patch.flatMap { try? JSONCEncoder().encode($0) } : nil
+        defer {
+            json_object_put(madePayload)
+            json_object_put(patch)
+        }
+        let nanoseconds = Int64(record.time.tv_sec) * 1_000_000_000 + Int64(record.time.tv_nsec)
+        record.action.identifier.withCString { identifier in
+            var change = rdx_change(
+                version: record.version, identifier: identifier, payload: payload, patch: patch,
+                file: record.source.file?.assumingMemoryBound(to: CChar.self),
+                line: UInt32(truncatingIfNeeded: record.source.line),
+                batch_first: record.batch?.lowerBound ?? 0, batch_last: record.batch?.upperBound ?? 0,
+                time_ns: nanoseconds)
+            function(OpaquePointer(Unmanaged.passUnretained(handle).toOpaque()), &change, context)
+        }
+    }
+}

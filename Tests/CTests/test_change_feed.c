@@ -1,0 +1,374 @@
+/*
+ * test_change_feed.c — the change feed from C: the dispatching macros record __FILE__ and
+ * __LINE__ (the journal's "source", a listener's file and line), the plain functions record none,
+ * a borrowed file name is copied, listeners hear every action once in version order with its
+ * payload, patch and batch, may read, dispatch and remove themselves from inside, are removed at
+ * the last release, and bad arguments change nothing.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "reduxstore.h"
+#include "check.h"
+#include "util.h"
+
+#define MAX_HEARD 64
+
+/* What a listener heard: copies of each change's fields. */
+typedef struct heard {
+    pthread_mutex_t lock;
+    int count;
+    uint64_t versions[MAX_HEARD];
+    char identifiers[MAX_HEARD][32];
+    char payloads[MAX_HEARD][128];
+    char patches[MAX_HEARD][256];
+    char files[MAX_HEARD][128];
+    unsigned lines[MAX_HEARD];
+    uint64_t batch_first[MAX_HEARD], batch_last[MAX_HEARD];
+    int64_t times[MAX_HEARD];
+    int64_t counts_seen[MAX_HEARD]; /* state.count read from inside the listener */
+} heard;
+
+static void heard_init(heard *h)
+{
+    memset(h, 0, sizeof *h);
+    pthread_mutex_init(&h->lock, NULL);
+}
+
+static void copy_text(char *into, size_t size, const char *text)
+{
+    snprintf(into, size, "%s", text == NULL ? "(null)" : text);
+}
+
+static void record_change(rdx_store *store, const rdx_change *change, void *context)
+{
+    heard *h = context;
+    int i;
+    pthread_mutex_lock(&h->lock);
+    i = h->count;
+    if (i < MAX_HEARD) {
+        h->versions[i] = change->version;
+        copy_text(h->identifiers[i], sizeof h->identifiers[i], change->identifier);
+        copy_text(h->payloads[i], sizeof h->payloads[i],
+                  change->payload == NULL ? NULL
+                                          : json_object_to_json_string_ext(change->payload, JSON_C_TO_STRING_PLAIN));
+        copy_text(h->patches[i], sizeof h->patches[i],
+                  change->patch == NULL ? NULL
+                                        : json_object_to_json_string_ext(change->patch, JSON_C_TO_STRING_PLAIN));
+        copy_text(h->files[i], sizeof h->files[i], change->file);
+        h->lines[i] = change->line;
+        h->batch_first[i] = change->batch_first;
+        h->batch_last[i] = change->batch_last;
+        h->times[i] = change->time_ns;
+        h->counts_seen[i] = util_count(store);
+    }
+    h->count++;
+    pthread_mutex_unlock(&h->lock);
+}
+
+static int ends_with(const char *text, const char *end)
+{
+    size_t a = strlen(text), b = strlen(end);
+    return a >= b && strcmp(text + a - b, end) == 0;
+}
+
+static void test_listener_hears_each_action(void)
+{
+    rdx_store *store = util_counter_store();
+    heard h;
+    uint64_t token;
+    json_object *two = json_object_new_int(2);
+    int line;
+    TEST("a listener hears each action once, in version order, with payload, source and batch");
+    heard_init(&h);
+    token = rdx_store_add_change_listener(store, false, record_change, &h);
+    CHECK(token != 0);
+    line = __LINE__ + 1;
+    CHECK_STATUS(rdx_store_dispatch_action(store, "add", two), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\":\"inc\"}"), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_batch_json(store, "[{\"identifier\":\"inc\"},{\"identifier\":\"add\",\"payload\":5}]"),
+                 RDX_OK);
+    CHECK_STATUS(rdx_store_enqueue_action(store, "inc", NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_flush(store), RDX_OK);
+    CHECK_EQ_INT(h.count, 5);
+    CHECK_EQ_INT(h.versions[0], 1);
+    CHECK_EQ_INT(h.versions[4], 5);
+    CHECK(strcmp(h.identifiers[0], "add") == 0);
+    CHECK(strcmp(h.payloads[0], "2") == 0);
+    CHECK(strcmp(h.payloads[1], "(null)") == 0);
+    CHECK(strcmp(h.patches[0], "(null)") == 0);
+    CHECK(ends_with(h.files[0], "test_change_feed.c"));
+    CHECK_EQ_INT(h.lines[0], line);
+    CHECK_EQ_INT(h.lines[1], line + 1);
+    CHECK_EQ_INT(h.lines[2], line + 2);
+    CHECK_EQ_INT(h.lines[3], line + 2); /* both actions of the batch */
+    CHECK_EQ_INT(h.lines[4], line + 4);
+    CHECK(ends_with(h.files[4], "test_change_feed.c"));
+    CHECK_EQ_INT(h.batch_first[0], 0);
+    CHECK_EQ_INT(h.batch_first[2], 3);
+    CHECK_EQ_INT(h.batch_last[2], 4);
+    CHECK_EQ_INT(h.batch_first[3], 3);
+    CHECK_EQ_INT(h.batch_last[3], 4);
+    CHECK(strcmp(h.payloads[3], "5") == 0);
+    /* Called under the lock as a reducer is: the state read inside is the state after the action. */
+    CHECK_EQ_INT(h.counts_seen[0], 2);
+    CHECK_EQ_INT(h.counts_seen[4], 10);
+    CHECK(h.times[0] > (int64_t)1700000000 * 1000000000);
+    CHECK_STATUS(rdx_store_remove_change_listener(store, token), RDX_OK);
+    CHECK_STATUS(rdx_store_remove_change_listener(store, token), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    CHECK_EQ_INT(h.count, 5);
+    json_object_put(two);
+    rdx_store_release(store);
+}
+
+static void test_plain_functions_record_no_source(void)
+{
+    rdx_store *store = util_counter_store();
+    heard h;
+    char *name = strdup("src/borrowed_name.c");
+    TEST("the plain functions record no source; an _at form's file is copied, NULL is none");
+    heard_init(&h);
+    CHECK(rdx_store_add_change_listener(store, false, record_change, &h) != 0);
+    CHECK_STATUS((rdx_store_dispatch_action)(store, "inc", NULL), RDX_OK);
+    CHECK_STATUS((rdx_store_dispatch_json)(store, "{\"identifier\":\"inc\"}"), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action_at(store, "inc", NULL, NULL, 12), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action_at(store, "inc", NULL, "", 12), RDX_OK);
+    /* Enqueued, then the name freed and overwritten before the action is applied. */
+    CHECK_STATUS(rdx_store_enqueue_action_at(store, "inc", NULL, name, 77), RDX_OK);
+    memset(name, 'x', strlen(name));
+    free(name);
+    CHECK_STATUS(rdx_store_flush(store), RDX_OK);
+    CHECK_EQ_INT(h.count, 5);
+    CHECK(strcmp(h.files[0], "(null)") == 0);
+    CHECK_EQ_INT(h.lines[0], 0);
+    CHECK(strcmp(h.files[1], "(null)") == 0);
+    CHECK(strcmp(h.files[2], "(null)") == 0);
+    CHECK(strcmp(h.files[3], "(null)") == 0);
+    CHECK(strcmp(h.files[4], "src/borrowed_name.c") == 0);
+    CHECK_EQ_INT(h.lines[4], 77);
+    rdx_store_release(store);
+}
+
+static void test_bad_arguments(void)
+{
+    rdx_store *store = util_counter_store();
+    heard h;
+    TEST("bad arguments: a status and words, and nothing changes");
+    heard_init(&h);
+    CHECK_EQ_INT(rdx_store_add_change_listener(NULL, false, record_change, &h), 0);
+    CHECK(strstr(rdx_last_error(), "store is NULL") != NULL);
+    CHECK_EQ_INT(rdx_store_add_change_listener(store, false, NULL, &h), 0);
+    CHECK(strstr(rdx_last_error(), "listener is NULL") != NULL);
+    CHECK_STATUS(rdx_store_remove_change_listener(NULL, 1), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_remove_change_listener(store, 0), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_remove_change_listener(store, 999999), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "not a change listener") != NULL);
+    CHECK_STATUS(rdx_store_dispatch_action_at(store, "inc", NULL, "a.c", -1), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "line") != NULL);
+    CHECK_STATUS(rdx_store_dispatch_json_at(store, "{\"identifier\":\"inc\"}", "a.c", -5), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_enqueue_action_at(store, "inc", NULL, "a.c", -5), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_dispatch_batch_json_at(store, "[]", "a.c", -5), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_dispatch_action_at(NULL, "inc", NULL, "a.c", 1), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_dispatch_json_at(store, "{", "a.c", 1), RDX_EPARSE);
+    CHECK_EQ_INT(rdx_store_version(store), 0);
+    rdx_store_release(store);
+}
+
+static void test_patches(void)
+{
+    rdx_store *store = util_counter_store();
+    heard plain, patched;
+    TEST("include_patches: each change carries its RFC 6902 patch; another listener none");
+    heard_init(&plain);
+    heard_init(&patched);
+    CHECK(rdx_store_add_change_listener(store, false, record_change, &plain) != 0);
+    CHECK(rdx_store_add_change_listener(store, true, record_change, &patched) != 0);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "noop", NULL), RDX_OK);
+    CHECK_EQ_INT(patched.count, 2);
+    CHECK(strcmp(patched.patches[0], "[{\"op\":\"replace\",\"path\":\"\\/count\",\"value\":1}]") == 0 ||
+          strcmp(patched.patches[0], "[{\"op\":\"replace\",\"path\":\"/count\",\"value\":1}]") == 0);
+    CHECK(strcmp(patched.patches[1], "[]") == 0);
+    CHECK(strcmp(plain.patches[0], "(null)") == 0);
+    CHECK_EQ_INT(plain.times[0], patched.times[0]);
+    rdx_store_release(store);
+}
+
+/* A listener that dispatches "inc" from inside for each "spawn", and removes itself at "stop". */
+typedef struct chatty {
+    heard h;
+    uint64_t token;
+    int removed_status;
+} chatty;
+
+static void chatty_listener(rdx_store *store, const rdx_change *change, void *context)
+{
+    chatty *c = context;
+    record_change(store, change, &c->h);
+    if (strcmp(change->identifier, "spawn") == 0) {
+        CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    } else if (strcmp(change->identifier, "stop") == 0) {
+        c->removed_status = rdx_store_remove_change_listener(store, c->token);
+    }
+}
+
+static void test_listener_inside(void)
+{
+    rdx_store *store = util_counter_store();
+    chatty c;
+    TEST("a listener dispatches (queued after the current action, heard in turn) and removes itself");
+    memset(&c, 0, sizeof c);
+    heard_init(&c.h);
+    c.removed_status = -1;
+    c.token = rdx_store_add_change_listener(store, false, chatty_listener, &c);
+    CHECK(c.token != 0);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "spawn", NULL), RDX_OK);
+    CHECK_EQ_INT(rdx_store_version(store), 2);
+    CHECK_EQ_INT(c.h.count, 2);
+    CHECK(strcmp(c.h.identifiers[1], "inc") == 0);
+    CHECK_EQ_INT(c.h.versions[1], 2);
+    CHECK_EQ_INT(c.h.counts_seen[1], 1);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "stop", NULL), RDX_OK);
+    CHECK_EQ_INT(c.removed_status, RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "spawn", NULL), RDX_OK);
+    CHECK_EQ_INT(c.h.count, 3);
+    CHECK_EQ_INT(rdx_store_version(store), 4);
+    rdx_store_release(store);
+}
+
+/* Counts changes and checks each version follows the last. */
+typedef struct sequence {
+    uint64_t last;
+    long count;
+    long out_of_order;
+} sequence;
+
+static void sequence_listener(rdx_store *store, const rdx_change *change, void *context)
+{
+    sequence *s = context;
+    (void)store;
+    /* Under the store's lock: no other call of this listener runs meanwhile. */
+    if (change->version != s->last + 1) s->out_of_order++;
+    s->last = change->version;
+    s->count++;
+}
+
+typedef struct worker {
+    rdx_store *store;
+    int actions;
+} worker;
+
+static void *dispatch_many(void *argument)
+{
+    worker *w = argument;
+    int i;
+    for (i = 0; i < w->actions; i++) {
+        if (rdx_store_dispatch_action(w->store, "inc", NULL) != RDX_OK) break;
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    rdx_store *store = util_counter_store();
+    sequence s = {0, 0, 0};
+    pthread_t threads[4];
+    worker w;
+    int i;
+    TEST("four threads dispatch: the listener hears every version once, in order");
+    w.store = store;
+    w.actions = util_small() ? 200 : 5000;
+    CHECK(rdx_store_add_change_listener(store, false, sequence_listener, &s) != 0);
+    for (i = 0; i < 4; i++) pthread_create(&threads[i], NULL, dispatch_many, &w);
+    for (i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+    CHECK_EQ_INT(s.count, 4 * w.actions);
+    CHECK_EQ_INT(s.out_of_order, 0);
+    CHECK_EQ_INT(s.last, (uint64_t)(4 * w.actions));
+    rdx_store_release(store);
+}
+
+static void test_journal_source(void)
+{
+    char folder[] = "/tmp/rdx-feed-XXXXXX";
+    char path[256];
+    char text[4096];
+    char expected[128];
+    rdx_store *store = util_counter_store();
+    FILE *file;
+    size_t size;
+    int line;
+    TEST("the journal's lines carry the source of the macros' calls, and none for the plain functions");
+    CHECK(mkdtemp(folder) != NULL);
+    snprintf(path, sizeof path, "%s/app.journal", folder);
+    CHECK_STATUS(rdx_store_start_journal(store, path, false), RDX_OK);
+    line = __LINE__ + 1;
+    CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    CHECK_STATUS((rdx_store_dispatch_action)(store, "inc", NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action_at(store, "inc", NULL, "dir/q\"uote.c", 3), RDX_OK);
+    CHECK_STATUS(rdx_store_stop_journal(store), RDX_OK);
+    file = fopen(path, "r");
+    CHECK(file != NULL);
+    if (file == NULL) return;
+    size = fread(text, 1, sizeof text - 1, file);
+    text[size] = 0;
+    fclose(file);
+    snprintf(expected, sizeof expected, "\"source\":\"test_change_feed.c:%d\"", line);
+    CHECK(strstr(text, expected) != NULL);
+    CHECK(strstr(text, "\"source\":\"q\\\"uote.c:3\"") != NULL);
+    /* The second line (the plain function) has no source: exactly two lines do. */
+    {
+        int sources = 0;
+        const char *at = text;
+        while ((at = strstr(at, "\"source\"")) != NULL) {
+            sources++;
+            at++;
+        }
+        CHECK_EQ_INT(sources, 2);
+    }
+    unlink(path);
+    rmdir(folder);
+    rdx_store_release(store);
+}
+
+/* A listener whose context is freed when the store's last reference is released. */
+static void counting_listener(rdx_store *store, const rdx_change *change, void *context)
+{
+    (void)store;
+    (void)change;
+    (*(long *)context)++;
+}
+
+static void test_release_removes(void)
+{
+    rdx_store *store = util_counter_store();
+    long *calls = malloc(sizeof *calls);
+    TEST("the last release removes the listeners; nothing calls them after");
+    *calls = 0;
+    CHECK(rdx_store_add_change_listener(store, true, counting_listener, calls) != 0);
+    CHECK_STATUS(rdx_store_enqueue_action(store, "inc", NULL), RDX_OK);
+    rdx_store_release(store); /* applies what was enqueued, then removes the listener */
+    CHECK_EQ_INT(*calls, 1);
+    free(calls);
+}
+
+int main(void)
+{
+    check_watchdog(CHECK_TEST_SECONDS);
+    test_listener_hears_each_action();
+    test_plain_functions_record_no_source();
+    test_bad_arguments();
+    test_patches();
+    test_listener_inside();
+    test_threads();
+    test_journal_source();
+    test_release_removes();
+    return check_report();
+}

@@ -1,0 +1,234 @@
+import Foundation
+import ReduxStore
+import ReduxStoreTestSupport
+import Testing
+
+private struct AddTodo: Action, Codable {
+    var title: String
+    var identifier: String { "addTodo" }
+}
+
+private struct Todos: Codable, Equatable {
+    var titles: [String] = []
+}
+
+private let todosReducer: Reducer<Todos> = { state, action in
+    if let add = action as? AddTodo { state.titles.append(add.title) }
+    if let json = action as? JSONAction, json.identifier == "clear" { state.titles = [] }
+}
+
+/// The first `count` changes of `stream`.
+private func first(_ count: Int, of stream: AsyncStream<StoreChange>) async -> [StoreChange] {
+    var changes: [StoreChange] = []
+    for await change in stream {
+        changes.append(change)
+        if changes.count == count { break }
+    }
+    return changes
+}
+
+@Suite("The change feed: one record of each applied action, and where it was dispatched from")
+struct ChangeFeedTests {
+    @Test("changes() tells each action once, in version order, with its payload and source")
+    func recordsEachAction() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let feed = store.changes()
+        let before = Date()
+        let line = #line + 1
+        store.dispatchAction(AddTodo(title: "milk"))
+        store.dispatchAction(JSONAction(identifier: "clear", payload: ["why": "done"]))
+        store.dispatchAction(CounterAction.increment)
+        let changes = await first(3, of: feed)
+        #expect(changes.map(\.version) == [1, 2, 3])
+        #expect(changes.map(\.identifier) == ["addTodo", "clear", "counter.increment"])
+        #expect(changes[0].payload == ["title": "milk"])
+        #expect(changes[1].payload == ["why": "done"])
+        #expect(changes[2].payload == nil, "an action that is not Encodable has no payload")
+        #expect(changes.allSatisfy { $0.patch == nil }, "patches only when asked for")
+        #expect(changes.allSatisfy { $0.batch == nil })
+        #expect(changes[0].source == SourceLocation(fileID: #fileID, line: UInt(line)))
+        #expect(changes[1].source?.line == UInt(line + 1))
+        #expect(changes[0].source?.description == "ChangeFeedTests.swift:\(line)")
+        #expect(changes[0].source?.fileID.hasSuffix("/ChangeFeedTests.swift") == true)
+        #expect(changes[0].time.timeIntervalSince(before) > -1 && changes[0].time.timeIntervalSinceNow < 1)
+    }
+
+    @Test("with patches, each change carries the RFC 6902 patch of its action")
+    func patches() async throws {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let feed = store.changes(includingPatches: true)
+        store.dispatchAction(AddTodo(title: "milk"))
+        store.dispatchAction(AddTodo(title: "eggs"))
+        store.dispatchAction(JSONAction(identifier: "clear"))
+        let changes = await first(3, of: feed)
+        #expect(changes[0].patch == [.add(path: "/titles/0", value: "milk")])
+        #expect(changes[1].patch == [.add(path: "/titles/1", value: "eggs")])
+        // Applying the patches in order rebuilds the state.
+        var document: JSONValue = ["titles": []]
+        for change in changes { document = try JSONPatch.apply(change.patch ?? [], to: document) }
+        #expect(document == ["titles": []])
+        #expect(changes[2].patch?.isEmpty == false)
+    }
+
+    @Test("enqueueAction, dispatchActions and dispatch(contentsOf:) record their caller's line; a batch its versions")
+    func sources() async throws {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let feed = store.changes()
+        let enqueueLine = #line + 1
+        store.enqueueAction(AddTodo(title: "a"))
+        store.flush()
+        let batchLine = #line + 1
+        store.dispatchActions([AddTodo(title: "b"), AddTodo(title: "c")])
+        let sequenceLine = #line + 1
+        let task = store.dispatch(contentsOf: AsyncStream { continuation in
+            continuation.yield(AddTodo(title: "d"))
+            continuation.finish()
+        })
+        try await task.value
+        store.dispatchActions([AddTodo(title: "e")])
+        let changes = await first(5, of: feed)
+        #expect(changes.map(\.source?.line) == [enqueueLine, batchLine, batchLine, sequenceLine, #line - 2].map { UInt($0) })
+        #expect(changes[1].batch == 2...3)
+        #expect(changes[2].batch == 2...3)
+        #expect(changes[3].batch == nil)
+        #expect(changes[4].batch == nil, "a batch of one action is no batch")
+    }
+
+    @Test("an action a reducer dispatches is recorded with the reducer's line, after the current one")
+    func nested() async {
+        let box = WeakStore<Todos>()
+        let reducerLine = #line + 3
+        let reducer: Reducer<Todos> = { state, action in
+            if let add = action as? AddTodo, add.title == "first" {
+                box.store?.dispatchAction(AddTodo(title: "second"))
+            }
+            todosReducer(&state, action)
+        }
+        let store = Store(reducers: [reducer], state: Todos())
+        box.store = store
+        let feed = store.changes()
+        store.dispatchAction(AddTodo(title: "first"))
+        let changes = await first(2, of: feed)
+        #expect(changes.map(\.payload) == [["title": "first"], ["title": "second"]])
+        #expect(changes[1].source?.line == UInt(reducerLine))
+    }
+
+    @Test("through middleware: what next passes keeps the dispatch's source; what a middleware dispatches has its own")
+    func middleware() async {
+        let middlewareLine = #line + 3
+        let echo: Middleware<Todos> = { store, action, next in
+            if let add = action as? AddTodo, add.title == "ping" {
+                store.dispatchAction(AddTodo(title: "pong"))
+            }
+            next(action)
+        }
+        let store = Store(reducers: [todosReducer], state: Todos(), middleware: [echo])
+        let feed = store.changes()
+        let line = #line + 1
+        store.dispatchAction(AddTodo(title: "ping"))
+        let changes = await first(2, of: feed)
+        #expect(changes.map(\.payload) == [["title": "pong"], ["title": "ping"]])
+        #expect(changes.map(\.source?.line) == [UInt(middlewareLine), UInt(line)])
+    }
+
+    @Test("a restore is a change without a source")
+    func restore() async throws {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        store.keepHistory(5)
+        store.dispatchAction(AddTodo(title: "a"))
+        let feed = store.changes()
+        try store.restore(version: 0)
+        let changes = await first(1, of: feed)
+        #expect(changes[0].identifier == "RDXRestore")
+        #expect(changes[0].version == 2)
+        #expect(changes[0].source == nil)
+    }
+
+    @Test("the buffer keeps the newest changes, dropping the oldest first")
+    func bounded() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let feed = store.changes(bufferingNewest: 2)
+        for title in ["a", "b", "c", "d", "e"] { store.dispatchAction(AddTodo(title: title)) }
+        let changes = await first(2, of: feed)
+        #expect(changes.map(\.version) == [4, 5])
+    }
+
+    @Test("the sequence ends when the store is freed; nothing keeps the store alive")
+    func endsWithTheStore() async {
+        var store: Store<Todos>? = Store(reducers: [todosReducer], state: Todos())
+        weak let weakStore = store
+        let feed = store!.changes()
+        store!.dispatchAction(AddTodo(title: "a"))
+        store = nil
+        #expect(weakStore == nil)
+        var versions: [UInt64] = []
+        for await change in feed { versions.append(change.version) }
+        #expect(versions == [1], "buffered changes are still read, then the sequence ends")
+    }
+
+    @Test("a consumer that stops listening is removed, and the store records nothing for it")
+    func cancelling() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let task = Task {
+            var count = 0
+            for await _ in store.changes() { count += 1 }
+            return count
+        }
+        while store.changeListenerCount == 0 { await Task.yield() }
+        store.dispatchAction(AddTodo(title: "a"))
+        task.cancel()
+        _ = await task.value
+        #expect(store.changeListenerCount == 0)
+        do {
+            let feed = store.changes()
+            #expect(store.changeListenerCount == 1)
+            withExtendedLifetime(feed) {}
+        }
+        // A sequence dropped without being read stops listening as it goes.
+        #expect(store.changeListenerCount == 0)
+    }
+
+    @Test("two consumers read the same record; one with patches, one without")
+    func twoConsumers() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let plain = store.changes()
+        let withPatches = store.changes(includingPatches: true)
+        store.dispatchAction(AddTodo(title: "a"))
+        let a = await first(1, of: plain)
+        let b = await first(1, of: withPatches)
+        #expect(a[0].version == 1 && b[0].version == 1)
+        #expect(a[0].patch == nil)
+        #expect(b[0].patch == [.add(path: "/titles/0", value: "a")])
+        #expect(a[0].time == b[0].time)
+    }
+
+    @Test("the journal's lines carry the source; reduxstore-inspect's summary groups by it")
+    func journalSource() throws {
+        let path = temporaryFolder() + "/app.journal"
+        let store = Store(reducers: [todosReducer], state: Todos())
+        try store.startJournal(at: path)
+        let line = #line + 2
+        for title in ["a", "b", "c"] {
+            store.dispatchAction(AddTodo(title: title))
+        }
+        store.dispatchAction(JSONAction(identifier: "clear"), file: "Other/Place.swift", line: 9)
+        try store.flushJournal()
+        store.stopJournal()
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        #expect(lines[0].contains("\"source\":\"ChangeFeedTests.swift:\(line)\""), "\(lines[0])")
+        #expect(lines[3].contains("\"source\":\"Place.swift:9\""), "\(lines[3])")
+        let summary = try Inspector.summarize(journal: path)
+        #expect(summary.sources.map(\.source) == ["ChangeFeedTests.swift:\(line)", "Place.swift:9"])
+        #expect(summary.sources.map(\.count) == [3, 1])
+        #expect(summary.sources[0].identifiers.map(\.identifier) == ["addTodo"])
+        #expect(summary.withoutSource == 0)
+        // Replay reads such lines as before.
+        let replayed = try Store(replaying: path, from: Todos(), reducers: [todosReducer], actions: {
+            var types = ActionTypes()
+            types.register(AddTodo.self, for: "addTodo")
+            return types
+        }())
+        #expect(replayed.currentState() == store.currentState())
+    }
+}
