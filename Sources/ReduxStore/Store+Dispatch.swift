@@ -57,7 +57,8 @@ extension Store {
             dispatchThroughMiddleware(action, source: source, middleware, on: me)
             return
         }
-        transact(.action(action, notifies: notifies), source: source, on: me, context: ThreadContext.current(contextKey))
+        let transaction = beginTransaction(on: me, context: ThreadContext.current(contextKey))
+        commit(transaction, announcing: action, at: applyLocked(action, source: source), notifies: notifies)
     }
 
     /// Applies `actions` as one: each passes the middleware (if any) first; then those that
@@ -89,7 +90,8 @@ extension Store {
         }
         guard let middleware else {
             if !actions.isEmpty {
-                transact(.batch(actions), source: source, on: currentThreadID(), context: ThreadContext.current(contextKey))
+                let transaction = beginTransaction(on: currentThreadID(), context: ThreadContext.current(contextKey))
+                commit(transaction, applyBatchLocked(actions, source: source))
             }
             return
         }
@@ -101,32 +103,30 @@ extension Store {
 
     // MARK: The apply transaction
 
-    /// What one hold of the store's lock applies (``transact(_:source:on:context:)``).
-    enum Change {
-        /// One action; `notifies` as in ``dispatch(erased:notifies:source:)``.
-        case action(any Action, notifies: Bool?)
-        /// The actions of a batch (at least one), applied as one.
-        case batch([any Action])
-        /// A new state, `replace` storing it at the state's address: ``restore(version:)``.
-        case replacement(restoredFrom: UInt64, replace: (UnsafeMutableRawPointer) -> Void)
-    }
-
-    /// The one place where the state changes: takes the store's lock, applies `change`, applies
-    /// what the reducers dispatched meanwhile, records each action in the change feed, releases
-    /// the lock, runs the wait it owes a full journal, and delivers the notifications. `me` is
-    /// the calling thread, outside this store's reducers; `context` its ``ThreadContext``.
+    /// Takes the store's lock to change the state — the one place that takes it for that — and
+    /// returns the open transaction, which the caller fills with what it applied
+    /// (``applyLocked(_:source:)``, ``applyBatchLocked(_:source:)``,
+    /// ``replaceLocked(_:restoredFrom:then:)``) and hands to ``commit(_:_:)``, the one place that
+    /// releases it. `me` is the calling thread, outside this store's reducers; `context` its
+    /// ``ThreadContext``.
     ///
-    /// Under the lock, in this order: the invariants are checked (internal-checks builds); the
-    /// thread is marked as the applying one (so that a dispatch, read or observer change from
-    /// inside a reducer is recognised) and as inside a callback; the change is applied, each
-    /// action made a version and recorded (``recordLocked(_:at:batch:source:in:)``: the journal,
-    /// the history, listeners and patches read that one record); the version is published; the
-    /// notification round is made (observers and selections read under the lock). Then the
-    /// actions the reducers dispatched: without middleware they are applied here, FIFO, each with
-    /// its round; with middleware they must pass the chain, which runs user code that may read
-    /// the store, so they are handed to this thread's pass of the store
-    /// (``throughMiddleware(_:context:_:)``), which passes them once the lock is released, before
-    /// the dispatch that opened it returns.
+    /// A transaction, in order: the lock is taken; the invariants are checked (internal-checks
+    /// builds); the thread is marked as the applying one (so that a dispatch, read or observer
+    /// change from inside a reducer is recognised) and as inside a callback; the caller applies
+    /// its change, each action making a version and recorded once in the change feed
+    /// (``recordLocked(_:at:batch:source:in:)``: the journal, the history, listeners and patches
+    /// read that one record), the version published, the notification round made (observers and
+    /// selections read under the lock); ``commit(_:_:)`` applies what the reducers dispatched
+    /// meanwhile — without middleware here, FIFO, each with its round; with middleware they must
+    /// pass the chain, which runs user code that may read the store, so they are handed to this
+    /// thread's pass of the store (``throughMiddleware(_:context:_:)``), which passes them once
+    /// the lock is released, before the dispatch that opened it returns — then releases the
+    /// lock, runs the wait owed to a full journal and delivers the rounds.
+    ///
+    /// Two functions and a value that cannot be copied rather than one function taking the
+    /// change as a closure or an enum: the closure was not inlined and the enum copied the action's
+    /// existential in and out, 165 and 280 more instructions a dispatch (callgrind,
+    /// `ProfileDriver dispatch-o0`, 548 this way).
     ///
     /// ## Which call waits for which
     ///
@@ -163,35 +163,74 @@ extension Store {
     /// callback (two stores' queues flushing each other from their observers, say) is a cycle
     /// no library can break.
     @inline(__always)
-    private func transact(
-        _ change: Change, source: DispatchSite, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
-    ) {
-        let core = self.core.unsafe.valuePointer
-        self.core.unsafe.lock()
+    private func beginTransaction(on me: UInt, context: UnsafeMutablePointer<ThreadContext>) -> Transaction {
+        core.unsafe.lock()
         _checkInvariantsLocked()
         applyingThread.store(me, ordering: .relaxed)
-        context.pointee.callbackDepth += 1
-        var first: NotificationRound?
-        var more: [NotificationRound] = []
-        switch change {
-        case .action(let action, let notifies):
-            let version = apply(action, source: source)
-            publishedVersion.store(version, ordering: .releasing)
-            first = roundLocked(for: action, at: version, notifying: notifies)
-        case .batch(let actions):
-            first = applyBatchLocked(actions, source: source)
-        case .replacement(let restoredFrom, let replace):
-            first = replaceLocked(replace, restoredFrom: restoredFrom, then: &more)
+        context.pointee.callbackDepth &+= 1  // (wrapping: a count of frames on a stack)
+        return Transaction(context: context)
+    }
+
+    /// Ends `transaction` (``beginTransaction(on:context:)``), which applied `action` as
+    /// `version`: its round, when observers are to hear of it, is made under the lock (see
+    /// ``commit(_:_:)``).
+    @inline(__always)
+    private func commit(
+        _ transaction: consuming Transaction, announcing action: any Action, at version: UInt64, notifies: Bool?
+    ) {
+        // Two calls: with a `nil` known at the call, the common case (nobody to tell) releases
+        // nothing; the other passes the round on without a copy.
+        let round = roundLocked(for: action, at: version, notifying: notifies)
+        if round == nil {
+            commit(transaction, nil)
+        } else {
+            commit(transaction, consume round)
         }
-        var deferred: [QueuedAction] = []
-        if !core.pointee.nested.isEmpty { deferred = applyNestedLocked(rounds: &more) }
-        context.pointee.callbackDepth -= 1
+    }
+
+    /// Ends `transaction` (``beginTransaction(on:context:)``), whose change made round `first`
+    /// (and any further one it put in the thread's pending work): applies what the reducers
+    /// dispatched, releases the lock, runs the wait owed to a full journal, delivers the rounds,
+    /// and passes on what must pass the middleware.
+    @inline(__always)
+    private func commit(_ transaction: consuming Transaction, _ first: consuming NotificationRound?) {
+        let core = self.core.unsafe.valuePointer
+        let context = transaction.context
+        if !core.pointee.nested.isEmpty {
+            transaction.markPending()
+            applyNestedLocked(context: context)
+        }
+        context.pointee.callbackDepth &-= 1
         applyingThread.store(0, ordering: .relaxed)
-        let journalWait = core.pointee.recorder?.takeJournalWait()
+        if let recorder = core.pointee.recorder, let wait = recorder.takeJournalWait() {
+            transaction.markPending()
+            context.pointee.pending.append(.journalWait(wait))
+        }
         self.core.unsafe.unlock()
+        if let mark = transaction.pendingMark {
+            finishPending(first, from: mark, context: context)
+        } else if let first = consume first {
+            deliver(first, then: nil, context: context)
+        }
+    }
+
+    /// The end of ``commit(_:_:)`` when the transaction left pending work: waits for a full
+    /// journal, delivers `first` and the rounds, then passes on the actions. The caller released
+    /// the lock.
+    @inline(never)
+    private func finishPending(
+        _ first: NotificationRound?, from mark: Int, context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        var (journalWait, rounds, actions) = context.pointee.takePending(from: mark)
         journalWait?.run()
-        if first != nil || !more.isEmpty { deliver(first, then: more, context: context) }
-        if !deferred.isEmpty { passOn(deferred, context: context) }
+        if let first {
+            deliver(first, then: rounds, context: context)
+        } else if var rest = rounds {
+            let first = rest.removeFirst()
+            deliver(first, then: rest.isEmpty ? nil : rest, context: context)
+        }
+        rounds = nil
+        if let actions { passOn(actions, context: context) }
     }
 
     /// Runs the reducers for one action and counts it; records it in the change feed if anyone
@@ -206,6 +245,14 @@ extension Store {
             recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
         }
         return core.pointee.version
+    }
+
+    /// Applies one action and publishes its version, which it returns. The caller holds the lock.
+    @inline(__always)
+    private func applyLocked(_ action: any Action, source: DispatchSite) -> UInt64 {
+        let version = apply(action, source: source)
+        publishedVersion.store(version, ordering: .releasing)
+        return version
     }
 
     /// Applies the actions of a batch (at least one) and publishes the last version; returns
@@ -225,11 +272,12 @@ extension Store {
         return notifies ? roundLocked(for: last, at: version, notifying: true) : nil
     }
 
-    /// Replaces the state as one applied action (``applyReplacingState(with:restoredFrom:)``);
-    /// returns its `stateDidChange` round and appends its `stateDidRestore` round to `rounds`.
-    /// The caller holds the lock.
+    /// Replaces the state through `replace` as one applied action (``applyReplacingState(with:restoredFrom:)``);
+    /// returns its `stateDidChange` round and puts its `stateDidRestore` round in the thread's
+    /// pending rounds (`context`'s). The caller holds the lock.
     private func replaceLocked(
-        _ replace: (UnsafeMutableRawPointer) -> Void, restoredFrom: UInt64, then rounds: inout [NotificationRound]
+        _ replace: (UnsafeMutableRawPointer) -> Void, restoredFrom: UInt64,
+        context: UnsafeMutablePointer<ThreadContext>
     ) -> NotificationRound? {
         let core = self.core.unsafe.valuePointer
         replace(stateAddress)
@@ -242,40 +290,40 @@ extension Store {
         publishedVersion.store(version, ordering: .releasing)
         let first = roundLocked(for: action, at: version)
         if core.pointee.observers.count > 0 {
-            rounds.append(NotificationRound(
+            context.pointee.pending.append(.round(NotificationRound(
                 notification: StoreNotification(
                     name: .stateDidRestore, version: version, actionIdentifier: action.identifier,
                     restoredVersion: restoredFrom),
-                observers: core.pointee.observers, selectionsChanged: false))
+                observers: core.pointee.observers, selectionsChanged: false)))
         }
         return first
     }
 
     /// The actions the reducers dispatched during a hold of the lock. Without middleware:
-    /// applies them (and what their reducers dispatch in turn), FIFO, appending their rounds to
-    /// `rounds`, and returns none. With middleware: returns them, to pass the chain once the
-    /// lock is released. The caller holds the lock.
+    /// applies them (and what their reducers dispatch in turn), FIFO, putting their rounds in
+    /// the thread's pending rounds (`context`'s). With middleware: puts them in the thread's
+    /// pending actions, to pass the chain once the lock is released. The caller holds the lock.
     @inline(never)
-    private func applyNestedLocked(rounds: inout [NotificationRound]) -> [QueuedAction] {
+    private func applyNestedLocked(context: UnsafeMutablePointer<ThreadContext>) {
         let core = self.core.unsafe.valuePointer
         guard middleware == nil else {
-            defer { core.pointee.nested.removeAll(keepingCapacity: true) }
-            return core.pointee.nested
+            context.pointee.pending.append(contentsOf: core.pointee.nested.lazy.map { .action($0) })
+            core.pointee.nested.removeAll(keepingCapacity: true)
+            return
         }
         var next = 0
         while next < core.pointee.nested.count {
             let queued = core.pointee.nested[next]
             next += 1
             if let batch = queued.action as? ActionBatch {
-                if let round = applyBatchLocked(batch.actions, source: queued.source) { rounds.append(round) }
+                if let round = applyBatchLocked(batch.actions, source: queued.source) { context.pointee.pending.append(.round(round)) }
             } else {
                 let version = apply(queued.action, source: queued.source)
                 publishedVersion.store(version, ordering: .releasing)
-                if let round = roundLocked(for: queued.action, at: version) { rounds.append(round) }
+                if let round = roundLocked(for: queued.action, at: version) { context.pointee.pending.append(.round(round)) }
             }
         }
         core.pointee.nested.removeAll(keepingCapacity: true)
-        return []
     }
 
     /// After a hold of the lock in a store with middleware: hands what the reducers dispatched
@@ -343,11 +391,13 @@ extension Store {
     /// observers and with ``StoreNotification/restoredVersion`` to
     /// ``StoreNotification/Name/stateDidRestore`` observers. The caller is outside the reducers.
     func applyReplacingState(with newState: State, restoredFrom: UInt64) {
-        transact(
-            .replacement(restoredFrom: restoredFrom, replace: { address in
-                address.assumingMemoryBound(to: State.self).pointee = newState
-            }),
-            source: .unknown, on: currentThreadID(), context: ThreadContext.current(contextKey))
+        let context = ThreadContext.current(contextKey)
+        var transaction = beginTransaction(on: currentThreadID(), context: context)
+        transaction.markPending()
+        let first = replaceLocked(
+            { address in address.assumingMemoryBound(to: State.self).pointee = newState },
+            restoredFrom: restoredFrom, context: context)
+        commit(transaction, first)
     }
 
     // MARK: Middleware
@@ -379,11 +429,10 @@ extension Store {
         _ action: any Action, source: DispatchSite, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
     ) {
         let here = currentThreadID()
-        if here == me {
-            transact(.action(action, notifies: nil), source: source, on: me, context: context)
-        } else {
-            transact(.action(action, notifies: nil), source: source, on: here, context: ThreadContext.current(contextKey))
-        }
+        let transaction = here == me
+            ? beginTransaction(on: me, context: context)
+            : beginTransaction(on: here, context: ThreadContext.current(contextKey))
+        commit(transaction, announcing: action, at: applyLocked(action, source: source), notifies: nil)
     }
 
     /// Runs `body`, which passes actions through `middleware`, as one more level of dispatches
@@ -452,7 +501,10 @@ extension Store {
         for action in actions {
             middleware.run(self, action) { passed.append($0) }
         }
-        if !passed.isEmpty { transact(.batch(passed), source: source, on: currentThreadID(), context: context) }
+        if !passed.isEmpty {
+            let transaction = beginTransaction(on: currentThreadID(), context: context)
+            commit(transaction, applyBatchLocked(passed, source: source))
+        }
     }
 
     /// Refuses a dispatch that would go past ``StoreLimits/maximumMiddlewareDepth`` on this thread,
@@ -480,6 +532,28 @@ extension Store {
             + "one another's middleware on this thread, past the limit of "
             + "\(StoreLimits.maximumMiddlewareDepth) (a middleware that dispatches again without "
             + "end?); the action was not applied"
+    }
+}
+
+/// A hold of a store's lock to change its state, from ``Store/beginTransaction(on:context:)``
+/// (which took the lock) to ``Store/commit(_:_:)`` (which releases it). Not copyable, so that a
+/// transaction is committed once; nothing in it to release, so that it costs nothing.
+struct Transaction: ~Copyable {
+    /// The thread's context.
+    let context: UnsafeMutablePointer<ThreadContext>
+    /// Where this transaction's pending work begins in the thread's (``ThreadContext/pending``),
+    /// once it has any: another store's transaction run by a reducer inside this one takes only
+    /// what lies past its own mark, and is over (its work taken) before this one adds more.
+    private(set) var pendingMark: Int?
+
+    init(context: UnsafeMutablePointer<ThreadContext>) {
+        self.context = context
+    }
+
+    /// Marks where this transaction's pending work begins, before it adds the first (the
+    /// first mark stays).
+    mutating func markPending() {
+        if pendingMark == nil { pendingMark = context.pointee.pending.count }
     }
 }
 

@@ -39,9 +39,6 @@ final class Recorder {
 
     var isEmpty: Bool { journal == nil && history == nil && listeners.isEmpty && !keepsLastValue }
 
-    /// Whether a dispatch owes the journal a wait (its queue is full): the dispatch then ends
-    /// through ``Store/recordedRoundAndDeliver``, which waits once the lock is released.
-    var owesJournalWait: Bool { journalToWaitFor != nil }
 
     private func updateJournalAlone() {
         listenersWantPatches = listeners.contains { $0.includingPatches }
@@ -157,9 +154,17 @@ extension Store {
         // precise clock costs about 28 ns there, half a dispatch (Benchmarks/README.md, "What
         // inspection costs").
         clock_gettime(CLOCK_REALTIME_COARSE, &time)
+        let source = source.borrowed ? source.kept() : source
+        // Two initializers rather than one with `journalCopier.map { … } ?? action`, which copies
+        // the action's existential once more (about 20 instructions a record).
+        if let journalCopier {
+            return ChangeRecord(
+                version: version, action: journalCopier(action), time: time, batch: batch, patch: patch,
+                patchError: patchError, source: source)
+        }
         return ChangeRecord(
-            version: version, action: journalCopier.map { $0(action) } ?? action, time: time, batch: batch,
-            patch: patch, patchError: patchError, source: source.borrowed ? source.kept() : source)
+            version: version, action: action, time: time, batch: batch, patch: patch, patchError: patchError,
+            source: source)
     }
 
     /// ``recordLocked(_:at:batch:source:in:)`` when a history is kept, patches are made or

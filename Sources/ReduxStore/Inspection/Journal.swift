@@ -183,14 +183,15 @@ final class Journal: @unchecked Sendable {
     /// wakes on its own every ``writerInterval`` milliseconds, so a dispatch makes no system call
     /// (a wake-up per entry cost more than the rest of the journal's work on the dispatch path).
     @inline(__always)
-    func append(_ record: ChangeRecord) -> Bool {
+    func append(_ record: consuming ChangeRecord) -> Bool {
         let count = queue.pending.count
         if count >= options.queueCapacity && options.overflow == .drop {
             queue.dropped += 1
             return false
         }
-        queue.pending.append(record)
         let version = record.version
+        // Moved, not copied: a copy of a record costs a dispatch about 90 instructions.
+        queue.pending.append(consume record)
         queue.appended = version
         _checkQueueInvariantsLocked()
         if count + 1 == max(options.queueCapacity / 2, 1) { wakeWriter() }

@@ -192,19 +192,25 @@ struct JournalLineFormatter: ~Copyable {
 
     /// Prints `"File.swift:42"`: the file's name without its folders, a colon and the line, as
     /// a JSON string (a C caller's file name may hold any bytes: escaped, and invalid UTF-8
-    /// replaced).
+    /// replaced). The text up to the line is made once per file and kept (``sourcePrefix``):
+    /// lines from one file in a row cost a copy and the line's digits.
     private mutating func appendSource(_ source: DispatchSite) {
-        let name = source.fileNameBytes
-        if name.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-            append("\"")
-            bytes.append(name.assumingMemoryBound(to: UInt8.self))
-            append(":")
-            appendInteger(UInt64(source.line))
-            append("\"")
-        } else {
-            appendString(String(decoding: name, as: UTF8.self) + ":" + String(source.line))
+        if source.file != sourceFile || sourcePrefix.isEmpty {
+            let start = bytes.count
+            appendString(String(decoding: source.fileNameBytes, as: UTF8.self) + ":")
+            // Without the closing quote, which follows the line.
+            sourcePrefix = Array(bytes.contents[start..<(bytes.count - 1)])
+            sourceFile = source.file
+            bytes.count = start
         }
+        sourcePrefix.withUnsafeBufferPointer { bytes.append($0) }
+        appendInteger(UInt64(source.line))
+        append("\"")
     }
+
+    /// The file of the last source printed, and its text up to the line (`"File.swift:`).
+    private var sourceFile: UnsafeRawPointer?
+    private var sourcePrefix: [UInt8] = []
 
     /// Where the last value that could not be printed held its non-finite number: the JSON
     /// Pointer's tokens from the inside out, filled as the printing functions return `false`.
