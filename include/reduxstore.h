@@ -33,9 +33,11 @@
  *     to learn when a context may be freed;
  *   - a callback must not block waiting for another thread that is itself waiting for this
  *     callback to return (for instance two stores' observers flushing each other's queue).
- * Waits: only rdx_store_flush(), rdx_store_remove_observer() (outside callbacks) and the last
- * rdx_store_release() wait, each for callbacks running on other threads to finish; nothing waits
- * while holding the store's lock.
+ * Which call waits for which is written once, beside the code that applies every action (the
+ * apply transaction in Sources/ReduxStore/Store+Dispatch.swift); in short, nothing waits while
+ * holding the store's lock, and rdx_store_flush(), rdx_store_remove_observer() outside callbacks,
+ * rdx_store_remove_change_listener(), the last rdx_store_release() and a dispatch to a full
+ * journal are the calls that wait.
  *
  * fork(): in a child process made by fork() (until it calls exec), rdx_store_enqueue_action()
  * and rdx_store_flush() return RDX_EINVAL on every store: the store's queue runs on libdispatch,

@@ -325,3 +325,60 @@ extension JSONValue {
         }
     }
 }
+
+extension JSONValue: CustomStringConvertible {
+    /// The value as compact JSON text, object keys sorted by code point:
+    /// `{"done":false,"title":"milk"}`. A non-finite double (which JSON cannot hold) prints as
+    /// `nan`, `inf` or `-inf`.
+    public var description: String {
+        var text = ""
+        JSONValue.write(self, to: &text)
+        return text
+    }
+
+    private static func write(_ value: JSONValue, to text: inout String) {
+        switch value {
+        case .null: text += "null"
+        case .bool(let bool): text += bool ? "true" : "false"
+        case .int(let int): text += String(int)
+        case .uint(let uint): text += String(uint)
+        case .double(let double): text += double.description
+        case .string(let string): writeString(string, to: &text)
+        case .array(let elements):
+            text += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { text += "," }
+                write(element, to: &text)
+            }
+            text += "]"
+        case .object(let members):
+            text += "{"
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { text += "," }
+                writeString(key.string, to: &text)
+                text += ":"
+                write(members[key]!, to: &text)
+            }
+            text += "}"
+        }
+    }
+
+    /// `string` as a JSON string: quotes, backslashes and control characters escaped.
+    private static func writeString(_ string: String, to text: inout String) {
+        text += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
+    }
+}

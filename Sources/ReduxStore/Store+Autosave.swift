@@ -54,7 +54,9 @@ extension Store {
     }
 
     /// Stops saving automatically, after saving the changes not yet saved. Returns once that
-    /// save finished. Does nothing without an autosave.
+    /// save finished. Does nothing without an autosave. From inside one of this store's
+    /// reducers the save runs on the autosave's queue once the lock is released, and this
+    /// returns at once (waiting for it there could deadlock with a save on the queue).
     public func stopAutosave() {
         let saver = autosaver.withLock { current -> Autosaver? in
             defer { current = nil }
@@ -64,7 +66,9 @@ extension Store {
     }
 
     /// Saves what the running autosave has not saved yet, and returns once it is on disk (or
-    /// the save failed: see ``lastAutosaveError``). Does nothing without an autosave.
+    /// the save failed: see ``lastAutosaveError``). Does nothing without an autosave. From
+    /// inside one of this store's reducers the save runs on the autosave's queue once the lock is
+    /// released, and this returns at once.
     public func flushAutosave() {
         autosaver.withLock { $0 }?.saveNow(using: self)
     }
@@ -93,6 +97,8 @@ protocol AutosaveTarget: AnyObject, Sendable {
     /// Saves unless the version is `unlessVersion`; the version saved, or nil.
     func save(to path: String, unlessVersion: UInt64?) throws(StoreError) -> UInt64?
     @discardableResult func removeObserver(_ token: ObserverToken) -> Bool
+    /// Whether the calling thread runs one of the store's reducers (holds its lock).
+    var isInsideReducer: Bool { get }
 }
 
 extension Store: AutosaveTarget {}
@@ -218,6 +224,17 @@ final class Autosaver: Sendable {
     /// held). Does nothing when the store is gone.
     func saveNow(using target: (any AutosaveTarget)?) {
         guard let target else { return }
+        if target.isInsideReducer {
+            // This thread holds the store's lock, which a save on the queue may be waiting for
+            // while it holds the turn (`saving`): taking the turn here could deadlock. The save
+            // runs on the queue instead, once the lock is released.
+            queue.async { [self] in
+                withExtendedLifetime(target) {
+                    save { (skip) throws(StoreError) in try target.save(to: path, unlessVersion: skip) }
+                }
+            }
+            return
+        }
         withExtendedLifetime(target) {
             save { (skip) throws(StoreError) in try target.save(to: path, unlessVersion: skip) }
         }

@@ -12,23 +12,8 @@ import Dispatch
 // round is queued in this thread's delivery frame for the store (``ThreadContext``), to be
 // delivered after the current round.
 //
-// Waiting rules (no combination of the store's calls deadlocks):
-// 1. The store's lock is held only while applying actions (reducers included) and while reading
-//    or replacing the observer list or the snapshot tape. Nothing waits while holding it, and no
-//    observer runs under it.
-// 2. `removeObserver` waits for another thread's running call of that observer only when the
-//    calling thread is outside every reducer, observer and autosave error handler of every store
-//    (its thread context's callback depth is 0). Such a thread is holding up no callback, so the
-//    call it waits for can finish. Inside a callback removal does not wait; the release handler
-//    (`onRelease`, C's release callback) tells when the observer's context may be freed.
-// 3. `flush` waits for the store's queue to apply what was enqueued before it; from inside a
-//    callback running on the queue's own thread it applies the rest itself instead, and from
-//    inside a reducer it returns at once. The queue's thread never waits for a flush.
-// 4. The entry locks, the queue's lock and the autosave lock are leaves: held for a few
-//    instructions, never while calling user code or taking another lock.
-// What remains is the caller's: a callback that waits for another thread which is itself
-// waiting for that callback (two stores' queues flushing each other from their observers, say)
-// is a cycle no library can break.
+// Which call waits for which: the waiting rules, written once beside the apply transaction
+// (`beginTransaction` in Store+Dispatch.swift).
 
 extension Store {
     /// Registers an observer, NotificationCenter-style, and returns its token.

@@ -84,7 +84,7 @@ struct SwiftStoreInCTests {
         #expect(rdx_store_dispatch_json(handle, #"{"identifier": "misc", "payload": [1, true]}"#) == RDX_OK)
         #expect(rdx_store_dispatch_action(handle, "bare", nil) == RDX_OK)
         #expect(store.currentState().untyped == [
-            "misc Optional(ReduxStore.JSONValue.array([ReduxStore.JSONValue.int(1), ReduxStore.JSONValue.bool(true)]))",
+            "misc Optional([1,true])",
             "bare nil",
         ])
     }

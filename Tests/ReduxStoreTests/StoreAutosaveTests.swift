@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 @testable import ReduxStore
 import ReduxStoreTestSupport
 import Testing
@@ -208,5 +209,31 @@ struct StoreAutosaveTests {
         #expect(message.hasSuffix(".tmp: No such file or directory"), "\(message)")
         #expect(reported.count == 1)
         #expect(Autosaver.liveCount == 0)
+    }
+
+    @Test("flushAutosave inside a reducer while the queue saves every action: no deadlock, and the save follows")
+    func flushInsideReducer() throws {
+        let path = temporaryFolder() + "/inside.json"
+        let box = WeakStore<CounterState>()
+        let reducer: Reducer<CounterState> = { state, action in
+            counterReducer(&state, action)
+            // The autosave's queue may hold its turn and wait for this store's lock meanwhile.
+            if case .increment? = action as? CounterAction { box.store?.flushAutosave() }
+        }
+        let store = Store(reducers: [reducer], state: CounterState())
+        box.store = store
+        store.startAutosave(to: path, policy: AutosavePolicy(everyActions: 1))
+        // On a thread of its own, so that a deadlock is reported instead of hanging the suite.
+        let finished = Flag()
+        let thread = Thread {
+            for _ in 0..<2_000 { store.dispatchAction(CounterAction.increment) }
+            finished.raise()
+        }
+        thread.start()
+        #expect(finished.wait(seconds: 120), "dispatching deadlocked against the autosave's queue")
+        guard finished.isRaised else { return }
+        #expect(waitForSave(path, version: 2_000))
+        store.stopAutosave()
+        #expect(try Store(contentsOf: path, reducers: [counterReducer]).currentState().count == 2_000)
     }
 }

@@ -232,3 +232,13 @@ struct ChangeFeedTests {
         #expect(replayed.currentState() == store.currentState())
     }
 }
+
+@Suite("JSONValue prints as JSON text")
+struct JSONValueTextTests {
+    @Test("compact JSON, keys sorted by code point, strings escaped")
+    func text() {
+        let value: JSONValue = ["title": "a \"b\"\n", "done": false, "n": [1, -2, 2.5, .null], "é": .uint(18_446_744_073_709_551_615)]
+        #expect(value.description == #"{"done":false,"n":[1,-2,2.5,null],"title":"a \"b\"\n","é":18446744073709551615}"#)
+        #expect(JSONValue.string("\u{1}").description == #""\u0001""#)
+    }
+}
