@@ -69,9 +69,9 @@ extension Store {
             receive: { record in continuation.yield(StoreChange(record, includingPatch: includingPatches)) },
             end: { continuation.finish() })
         addChangeListener(listener)
-        continuation.onTermination = { [weak self] _ in
-            if let self { _ = self.removeChangeListener(listener) }
-        }
+        // Through the type-erased face: the handler must not capture the state's type.
+        weak let store: (any AnyStore)? = self
+        continuation.onTermination = { _ in store?.removeChangeListener(listener) }
         return stream
     }
 
