@@ -202,6 +202,28 @@ struct InspectTests {
         #expect((summary["seconds"] as? Double).map { $0 >= 0 && $0 < 60 } == true)
     }
 
+    @Test("journal: actions per source, and with --by-source each source's identifiers")
+    func journalBySource() throws {
+        let folder = temporaryFolder()
+        let store = Store(reducers: [reducer], state: AppState())
+        try store.startJournal(at: folder + "/app.journal")
+        for title in ["a", "b", "c"] { store.dispatchAction(AddTodo(title: title), file: "App/Feature.swift", line: 42) }
+        store.dispatchAction(Toggle(index: 0), file: "App/Feature.swift", line: 42)
+        store.dispatchAction(Toggle(index: 1), file: "App/Other.swift", line: 7)
+        store.dispatch(batch: [Toggle(index: 2)], source: .unknown)
+        store.stopJournal()
+        let text = try inspect("journal", folder + "/app.journal")
+        #expect(text.status == 0)
+        #expect(text.out.contains("actions per source (1 recorded without one)\n  4  Feature.swift:42\n  1  Other.swift:7\n"), "\(text.out)")
+        let grouped = try inspect("journal", folder + "/app.journal", "--by-source")
+        #expect(grouped.out.contains("  4  Feature.swift:42\n      3  todo.add\n      1  todo.toggle\n  1  Other.swift:7\n      1  todo.toggle\n"), "\(grouped.out)")
+        let result = try inspect("journal", folder + "/app.journal", "--json")
+        let summary = try #require(try json(result.out) as? [String: Any])
+        let sources = try #require(summary["sources"] as? [[String: Any]])
+        #expect(sources.map { $0["source"] as? String } == ["Feature.swift:42", "Other.swift:7"])
+        #expect(summary["withoutSource"] as? Int == 1)
+    }
+
     @Test("journal, state: lines the journal wrote without their payload or patch are counted and named")
     func leftOutParts() throws {
         // Given a journal whose version 2 holds NaN in its state and in its payload.
