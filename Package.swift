@@ -143,3 +143,38 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The live inspector: a product of its own on Hummingbird 2 and its WebSocket module (SwiftNIO),
+// so that the core target and libreduxstore.so link neither. REDUXSTORE_CORE_ONLY=1 leaves it
+// out of the package: scripts/test's sanitizer runs set it, so that NIO is built once, in the
+// main build folder, and not again under every sanitizer.
+if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
+    package.dependencies += [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // NIOHTTP1, for the answer to a refused WebSocket upgrade (Hummingbird's own dependency).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    ]
+    package.products += [
+        .library(name: "ReduxStoreInspector", targets: ["ReduxStoreInspector"]),
+    ]
+    package.targets += [
+        .target(
+            name: "ReduxStoreInspector",
+            dependencies: [
+                "ReduxStore", "CJSONC",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            resources: [.embedInCode("Page/inspector.html")]
+        ),
+        .testTarget(
+            name: "ReduxStoreInspectorTests",
+            dependencies: [
+                "ReduxStoreInspector", "ReduxStore", "ReduxStoreTestSupport",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ]
+        ),
+    ]
+}

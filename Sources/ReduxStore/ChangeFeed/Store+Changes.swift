@@ -78,16 +78,19 @@ extension Store {
     /// Adds `listener` to the change feed: it hears every action applied after this returns
     /// (from inside a reducer, after the current one).
     package func addChangeListener(_ listener: ChangeListener) {
-        withCoreLocked { core, insideReducer in
-            let recorder = core.pointee.recorder ?? Recorder()
-            if listener.includingPatches && !recorder.keepsLastValue
-                && (!insideReducer || readableInsideReducer)
-            {
-                recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
-            }
-            recorder.listeners.append(listener)
-            core.pointee.recorder = recorder
+        withCoreLocked { core, insideReducer in addChangeListenerLocked(listener, core: core, insideReducer: insideReducer) }
+    }
+
+    /// ``addChangeListener(_:)``, the lock held (or this thread inside a reducer or listener).
+    private func addChangeListenerLocked(
+        _ listener: ChangeListener, core: UnsafeMutablePointer<StoreCore>, insideReducer: Bool
+    ) {
+        let recorder = core.pointee.recorder ?? Recorder()
+        if listener.includingPatches && !recorder.keepsLastValue && (!insideReducer || readableInsideReducer) {
+            recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
         }
+        recorder.listeners.append(listener)
+        core.pointee.recorder = recorder
     }
 
     /// Removes `listener`: once this returns it is never called again (a call running on
@@ -111,6 +114,16 @@ extension Store {
         }
         if removed { listener.ended() }
         return removed
+    }
+
+    /// Runs `body` while no action is applied (holding the store's lock, or inside a reducer or
+    /// listener of this store): what it reads of the change feed's consumers is not overtaken by
+    /// a record, and a listener it adds through its argument hears the very next action. `body`
+    /// must not otherwise call this store, nor wait for it.
+    package func whileNoActionIsApplied<T>(_ body: (_ addListener: (ChangeListener) -> Void) -> T) -> T {
+        withCoreLocked { core, insideReducer in
+            body { listener in addChangeListenerLocked(listener, core: core, insideReducer: insideReducer) }
+        }
     }
 
     /// The number of listeners of the change feed now.

@@ -31,6 +31,9 @@ public struct ActionTypes: Sendable {
     /// Whether no type is registered.
     package var isEmpty: Bool { decoders.isEmpty }
 
+    /// The registered identifiers, sorted by code point.
+    package var identifiers: [String] { decoders.keys.sorted().map(\.string) }
+
     /// The decoder registered for `identifier`.
     package func decoder(for identifier: String) -> Decode? {
         decoders.isEmpty ? nil : decoders[JSONKey(identifier)]

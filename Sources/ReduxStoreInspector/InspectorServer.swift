@@ -1,0 +1,225 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOHTTP1
+import ReduxStore
+import ServiceLifecycle
+import Synchronization
+
+/// The inspector's HTTP server: the page at `/`, its WebSocket at `/ws`, both behind the token,
+/// the `Host` check and (for the WebSocket) the `Origin` check.
+final class InspectorServer: Sendable {
+    let port: Int
+    private let inspected: InspectedStore
+    private let group: ServiceGroup
+    private let running: Mutex<Task<Void, Never>?>
+    private let sessions: SessionRegistry
+
+    private init(
+        port: Int, inspected: InspectedStore, group: ServiceGroup, running: Task<Void, Never>,
+        sessions: SessionRegistry
+    ) {
+        self.port = port
+        self.inspected = inspected
+        self.group = group
+        self.running = Mutex(running)
+        self.sessions = sessions
+    }
+
+    static func start(
+        inspected: InspectedStore, options: InspectorOptions, token: String
+    ) async throws(StoreError) -> InspectorServer {
+        let sessions = SessionRegistry()
+        let gate = RequestGate(token: token, address: Mutex(nil))
+        var logger = Logger(label: "ReduxStoreInspector")
+        logger.logLevel = .critical
+
+        let router = Router()
+        router.get("/") { request, _ -> Response in
+            try gate.check(request, webSocket: false)
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/html; charset=utf-8",
+                    .cacheControl: "no-store",
+                    // Nothing from any other address: the page is self-contained.
+                    .contentSecurityPolicy:
+                        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                        + "connect-src 'self'; img-src data:; frame-ancestors 'none'",
+                    .init("Referrer-Policy")!: "no-referrer",
+                ],
+                body: .init(byteBuffer: ByteBuffer(bytes: InspectorPage.html)))
+        }
+        // Reached when the upgrade was refused (the same checks give the reason) or the request
+        // asked for no upgrade.
+        router.get("/ws") { request, _ -> Response in
+            try gate.check(request, webSocket: true)
+            if inspected.clientCount >= options.maximumClients {
+                throw HTTPError(.tooManyRequests, message: "at most \(options.maximumClients) pages at once")
+            }
+            throw HTTPError(.badRequest, message: "a WebSocket upgrade is expected here")
+        }
+
+        let bound = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                configuration: .init(ws: .init(maxFrameSize: InspectorSession.maximumMessageSize))
+            ) { head, channel, _ in
+                // Runs on the connection's event loop, before the upgrade.
+                let path = head.path ?? ""
+                guard path == "/ws" || path.hasPrefix("/ws?") else { return .dontUpgrade }
+                do {
+                    try gate.check(path: path, authority: head.authority, headers: head.headerFields, webSocket: true)
+                    guard inspected.clientCount < options.maximumClients else {
+                        throw HTTPError(.tooManyRequests, message: "at most \(options.maximumClients) pages at once")
+                    }
+                } catch let error as HTTPError {
+                    RefusedUpgrade.respond(on: channel, status: error.status, message: error.body ?? "")
+                    return .dontUpgrade
+                }
+                return .upgrade([:]) { inbound, outbound, _ in
+                    let session = InspectorSession(inspected: inspected, outbound: outbound)
+                    await sessions.run(session, inbound: inbound)
+                }
+            },
+            configuration: .init(address: .hostname(options.host, port: options.port), serverName: nil),
+            onServerRunning: { channel in
+                bound.continuation.yield(channel.localAddress?.port ?? -1)
+                bound.continuation.finish()
+            },
+            logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let failure = Mutex<(any Error)?>(nil)
+        let running = Task {
+            do {
+                try await group.run()
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            bound.continuation.finish()
+        }
+        var port: Int?
+        for await value in bound.stream { port = value }
+        guard let port, port > 0 else {
+            running.cancel()
+            await running.value
+            inspected.detach()
+            let reason = failure.withLock { $0 }.map { "\($0)" } ?? "the server did not start"
+            throw StoreError(.io, "inspector: cannot listen on \(options.host):\(options.port): \(reason)")
+        }
+        gate.address.withLock { $0 = AddressCheck(host: options.host, port: port) }
+        return InspectorServer(port: port, inspected: inspected, group: group, running: running, sessions: sessions)
+    }
+
+    func stop() async {
+        guard let running = running.withLock({ task -> Task<Void, Never>? in
+            defer { task = nil }
+            return task
+        }) else { return }
+        await sessions.closeAll()
+        await group.triggerGracefulShutdown()
+        await running.value
+        inspected.detach()
+    }
+}
+
+/// The hosts a request may name: the address served (and, on loopback, `localhost`).
+struct AddressCheck: Sendable {
+    let hosts: Set<String>
+
+    init(host: String, port: Int) {
+        var names: Set<String> = []
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        names.insert("\(bracketed):\(port)")
+        if host == "127.0.0.1" || host == "::1" || host == "localhost" {
+            names.insert("localhost:\(port)")
+            names.insert("127.0.0.1:\(port)")
+            names.insert("[::1]:\(port)")
+        }
+        hosts = names.union(names.map { $0.lowercased() })
+    }
+}
+
+/// The checks every request passes: the token, the `Host` header, and for a WebSocket upgrade
+/// the `Origin` header.
+final class RequestGate: Sendable {
+    let token: String
+    /// Set once the port is known (before the first request can arrive).
+    let address: Mutex<AddressCheck?>
+
+    init(token: String, address: consuming Mutex<AddressCheck?>) {
+        self.token = token
+        self.address = address
+    }
+
+    func check(_ request: Request, webSocket: Bool) throws {
+        try check(path: request.head.path ?? "", authority: request.head.authority, headers: request.headers, webSocket: webSocket)
+    }
+
+    func check(path: String, authority: String?, headers: HTTPFields, webSocket: Bool) throws {
+        let allowed = address.withLock { $0 }
+        // Host first: a request for another name (DNS rebinding) learns nothing, not even
+        // whether its token was right.
+        guard let host = authority, let allowed, allowed.hosts.contains(host.lowercased()) else {
+            throw HTTPError(.forbidden, message: "Host is not the address this inspector serves")
+        }
+        let query = URI(path).queryParameters.get("token")
+        var bearer: Substring?
+        if let authorization = headers[.authorization], authorization.hasPrefix("Bearer ") {
+            bearer = authorization.dropFirst("Bearer ".count)
+        }
+        guard InspectorToken.matches(query.map { Substring($0) }, token) || InspectorToken.matches(bearer, token) else {
+            throw HTTPError(.unauthorized, message: "a token is required: open the address the program printed")
+        }
+        if webSocket, let origin = headers[.origin] {
+            // A browser says where the page that opens the WebSocket came from (http:, https:, or
+            // null for a file or a sandboxed page): only this inspector's own page may. Other
+            // clients (a terminal tool) send no Origin, or their own scheme, and need the token.
+            let lowered = origin.lowercased()
+            let fromBrowser = lowered == "null" || lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+            if fromBrowser {
+                guard lowered.hasPrefix("http://"), allowed.hosts.contains(String(lowered.dropFirst(7))) else {
+                    throw HTTPError(.forbidden, message: "Origin \(origin) is not this inspector's page")
+                }
+            }
+        }
+    }
+}
+
+/// The pages connected, so that a stop closes them.
+final class SessionRegistry: Sendable {
+    private let sessions = Mutex<[ObjectIdentifier: InspectorSession]>([:])
+
+    func run(_ session: InspectorSession, inbound: WebSocketInboundStream) async {
+        sessions.withLock { $0[ObjectIdentifier(session)] = session }
+        await session.run(inbound: inbound)
+        _ = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) }
+    }
+
+    func closeAll() async {
+        for session in sessions.withLock({ Array($0.values) }) { await session.close() }
+    }
+}
+
+/// The answer to a WebSocket upgrade the inspector refuses: the status and its reason, where the
+/// WebSocket module would answer every refusal with an empty 400. Written on the connection's
+/// event loop, before the HTTP/1 pipeline would have answered, then the connection is closed.
+enum RefusedUpgrade {
+    static func respond(on channel: any Channel, status: HTTPResponse.Status, message: String) {
+        let body = ByteBuffer(string: message + "\n")
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: "\(body.readableBytes)")
+        headers.add(name: "Connection", value: "close")
+        let head = HTTPResponseHead(
+            version: .http1_1, status: .init(statusCode: status.code, reasonPhrase: status.reasonPhrase), headers: headers)
+        channel.write(HTTPServerResponsePart.head(head), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil)
+        channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
+    }
+}

@@ -1,0 +1,277 @@
+import HummingbirdWebSocket
+import ReduxStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The changes a page has yet to be sent: filled under the store's lock by the fan-out listener
+/// (never blocking it), bounded: past ``InspectorOptions/clientBuffer`` the oldest are dropped, and
+/// the page is told of the gap.
+final class ClientQueue: Sendable {
+    let changes: AsyncStream<ChangeRecord>
+    private let continuation: AsyncStream<ChangeRecord>.Continuation
+
+    init(capacity: Int) {
+        (changes, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(capacity))
+    }
+
+    func put(_ record: ChangeRecord) { continuation.yield(record) }
+    func finish() { continuation.finish() }
+}
+
+/// One page connected over the WebSocket: the hello, then its changes and the answers to its
+/// requests (see the DocC article "The live inspector" for the messages).
+final class InspectorSession: Sendable {
+    /// The largest message a page may send.
+    static let maximumMessageSize = 1 << 20
+    /// The most members or elements of one container listed in a `state` answer.
+    static let maximumListed = 1_000
+    /// The deepest `depth` of a `state` request.
+    static let maximumDepth = 64
+
+    private let inspected: InspectedStore
+    private let outbound: WebSocketOutboundWriter
+    private let queue: ClientQueue
+
+    init(inspected: InspectedStore, outbound: WebSocketOutboundWriter) {
+        self.inspected = inspected
+        self.outbound = outbound
+        queue = ClientQueue(capacity: inspected.options.clientBuffer)
+    }
+
+    func run(inbound: WebSocketInboundStream) async {
+        guard let (backlog, version) = inspected.connect(queue) else {
+            try? await outbound.close(.policyViolation, reason: "too many pages are connected")
+            return
+        }
+        defer {
+            inspected.disconnect(queue)
+            queue.finish()
+        }
+        do {
+            try await send(hello(backlog: backlog))
+        } catch {
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.sendChanges(after: version) }
+            group.addTask { await self.answer(inbound) }
+            await group.next()
+            group.cancelAll()
+            queue.finish()
+        }
+    }
+
+    /// Ends the session: the page's connection is closed.
+    func close() async {
+        queue.finish()
+        try? await outbound.close(.goingAway, reason: "the inspector stopped")
+    }
+
+    private func send(_ message: JSONValue) async throws {
+        try await outbound.write(.text(message.description))
+    }
+
+    // MARK: Changes
+
+    private func sendChanges(after version: UInt64) async {
+        var last = version
+        for await record in queue.changes {
+            if record.version <= last { continue }
+            do {
+                if record.version != last &+ 1 {
+                    try await send(["type": "gap", "from": .uint(last &+ 1), "to": .uint(record.version &- 1)])
+                }
+                try await send(Self.change(record, includingPatch: true))
+            } catch {
+                return
+            }
+            last = record.version
+        }
+    }
+
+    private func hello(backlog: [ChangeRecord]) -> JSONValue {
+        let options = inspected.options
+        return [
+            "type": "hello",
+            "protocol": 1,
+            "store": .string(inspected.name),
+            "version": .uint(inspected.version),
+            "history": .array(inspected.keptVersions.map { .uint($0) }),
+            "allowsRestore": .bool(options.allowsRestore),
+            "allowsDispatch": .bool(options.allowsDispatch),
+            "actions": .array(options.allowsDispatch ? options.actions.identifiers.map { .string($0) } : []),
+            "log": .array(backlog.map { Self.change($0, includingPatch: false) }),
+        ]
+    }
+
+    /// The `change` message of `record`.
+    static func change(_ record: ChangeRecord, includingPatch: Bool) -> JSONValue {
+        var message: [JSONKey: JSONValue] = [
+            "type": "change",
+            "version": .uint(record.version),
+            "identifier": .string(record.action.identifier),
+            "time": .string(isoTime(record.time)),
+        ]
+        var typed = false
+        switch ChangeRecord.payloadValue(of: record.action) {
+        case .success(let payload?):
+            message["payload"] = payload
+            typed = !(record.action is JSONAction) && !(record.action is any JournalRecordable)
+        default:
+            message["payload"] = .null
+        }
+        message["typed"] = .bool(typed)
+        if includingPatch, let patch = record.patch, let operations = try? JSONValue(encoding: patch) {
+            message["patch"] = operations
+        } else {
+            message["patch"] = .null
+        }
+        message["source"] = record.sourceLocation.map { .string($0.description) } ?? .null
+        message["batch"] = record.batch.map { .array([.uint($0.lowerBound), .uint($0.upperBound)]) } ?? .null
+        return .object(message)
+    }
+
+    /// `2026-11-25T03:00:00.123Z`.
+    static func isoTime(_ time: timespec) -> String {
+        var seconds = time_t(time.tv_sec)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let milliseconds = Int(time.tv_nsec) / 1_000_000
+        let ms = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
+    }
+
+    // MARK: Requests
+
+    private func answer(_ inbound: WebSocketInboundStream) async {
+        do {
+            for try await message in inbound.messages(maxSize: Self.maximumMessageSize) {
+                guard case .text(let text) = message else {
+                    try await send(Self.error(nil, "messages are JSON text, not binary"))
+                    continue
+                }
+                try await send(reply(to: text))
+            }
+        } catch {
+            // An oversized or malformed frame: say so, then the connection ends.
+            try? await send(Self.error(nil, "the connection failed: \(error)"))
+        }
+    }
+
+    /// The answer to one request: its result, or an error naming what was wrong. Nothing changes
+    /// on a bad request.
+    func reply(to text: String) -> JSONValue {
+        let request: JSONValue
+        do {
+            request = try JSONCDecoder().decode(JSONValue.self, fromJSONString: text)
+        } catch {
+            return Self.error(nil, "a message is one JSON object: \(error.message)")
+        }
+        guard case .object(let fields) = request else {
+            return Self.error(nil, "a message is one JSON object with a \"type\"")
+        }
+        let id = fields["id"] ?? .null
+        guard case .string(let type)? = fields["type"] else {
+            return Self.error(id, "a message needs a string \"type\"")
+        }
+        do throws(StoreError) {
+            switch type {
+            case "state":
+                let version = try Self.optionalVersion(fields["version"], "version")
+                let pointer = try Self.string(fields["pointer"] ?? "", "pointer")
+                let depth = try Self.integer(fields["depth"] ?? 1, "depth", in: 0...Self.maximumDepth)
+                let (at, state) = try inspected.state(at: version)
+                let value = try Inspector.value(at: pointer, in: state)
+                return [
+                    "type": "state", "id": id, "version": .uint(at), "pointer": .string(pointer),
+                    "node": Self.node(value, depth: depth),
+                ]
+            case "diff":
+                let from = try Self.version(fields["from"], "from")
+                let to = try Self.version(fields["to"], "to")
+                let patch = try inspected.diff(from: from, to: to)
+                return [
+                    "type": "diff", "id": id, "from": .uint(from), "to": .uint(to),
+                    "patch": try JSONValue(encoding: patch),
+                ]
+            case "restore":
+                let version = try Self.version(fields["version"], "version")
+                return ["type": "restored", "id": id, "version": .uint(try inspected.restore(version: version))]
+            case "dispatch":
+                let identifier = try Self.string(fields["identifier"], "identifier")
+                var payload = fields["payload"]
+                if case .null? = payload { payload = nil }
+                let version = try inspected.dispatch(identifier: identifier, payload: payload)
+                return ["type": "dispatched", "id": id, "version": .uint(version)]
+            default:
+                return Self.error(id, "unknown message type \"\(type)\" (state, diff, restore, dispatch)")
+            }
+        } catch {
+            return Self.error(id, error.message)
+        }
+    }
+
+    static func error(_ id: JSONValue?, _ message: String) -> JSONValue {
+        ["type": "error", "id": id ?? .null, "message": .string(message)]
+    }
+
+    private static func string(_ value: JSONValue?, _ name: String) throws(StoreError) -> String {
+        guard case .string(let string)? = value else {
+            throw StoreError(.invalidArgument, "\"\(name)\" must be a string")
+        }
+        return string
+    }
+
+    private static func integer(_ value: JSONValue, _ name: String, in range: ClosedRange<Int>) throws(StoreError) -> Int {
+        switch value {
+        case .int(let int) where range.contains(Int(int)): return Int(int)
+        case .uint(let uint) where uint <= UInt64(range.upperBound): return Int(uint)
+        default: throw StoreError(.invalidArgument, "\"\(name)\" must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+    }
+
+    private static func version(_ value: JSONValue?, _ name: String) throws(StoreError) -> UInt64 {
+        switch value {
+        case .int(let int)? where int >= 0: return UInt64(int)
+        case .uint(let uint)?: return uint
+        default: throw StoreError(.invalidArgument, "\"\(name)\" must be a version (a whole number, 0 or more)")
+        }
+    }
+
+    private static func optionalVersion(_ value: JSONValue?, _ name: String) throws(StoreError) -> UInt64? {
+        if value == nil || value == .null { return nil }
+        return try version(value, name)
+    }
+
+    /// The `node` of a `state` answer: `value`'s kind, its size, and its members or elements down
+    /// to `depth` more levels (the first ``maximumListed`` of each container).
+    static func node(_ value: JSONValue, depth: Int) -> JSONValue {
+        switch value {
+        case .null: return ["kind": "null"]
+        case .bool(let bool): return ["kind": "bool", "value": .bool(bool)]
+        case .int, .uint, .double: return ["kind": "number", "value": value]
+        case .string(let string): return ["kind": "string", "value": .string(string)]
+        case .array(let elements):
+            var node: [JSONKey: JSONValue] = ["kind": "array", "count": .int(Int64(elements.count))]
+            if depth > 0 {
+                node["elements"] = .array(elements.prefix(maximumListed).map { Self.node($0, depth: depth - 1) })
+                if elements.count > maximumListed { node["more"] = true }
+            }
+            return .object(node)
+        case .object(let members):
+            var node: [JSONKey: JSONValue] = ["kind": "object", "count": .int(Int64(members.count))]
+            if depth > 0 {
+                var listed: [JSONKey: JSONValue] = [:]
+                for key in members.keys.sorted().prefix(maximumListed) {
+                    listed[key] = Self.node(members[key]!, depth: depth - 1)
+                }
+                node["members"] = .object(listed)
+                if members.count > maximumListed { node["more"] = true }
+            }
+            return .object(node)
+        }
+    }
+}

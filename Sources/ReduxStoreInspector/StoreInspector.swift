@@ -1,0 +1,107 @@
+import ReduxStore
+
+/// How a ``StoreInspector`` serves.
+public struct InspectorOptions: Sendable {
+    /// The address to listen on: `"127.0.0.1"` (loopback) unless the program names another.
+    public var host = "127.0.0.1"
+    /// The port; 0 picks a free one (see ``StoreInspector/url``).
+    public var port = 0
+    /// Whether the page may restore the store to a kept version (``Store/restore(version:)``).
+    public var allowsRestore = false
+    /// Whether the page may dispatch actions, of the identifiers registered in ``actions`` only.
+    public var allowsDispatch = false
+    /// The most pages (WebSocket clients) connected at once; past it a connection is refused.
+    public var maximumClients = 8
+    /// The typed actions a page may dispatch (with ``allowsDispatch``), by identifier.
+    public var actions = ActionTypes()
+    /// How many versions the store keeps for the page's state at a version, diffs and restore
+    /// (``Store/keepHistory(_:)``); 0 leaves the store's history as it is.
+    public var keptVersions = 100
+    /// How many of the newest actions the inspector keeps for a page that connects later.
+    public var keptActions = 10_000
+    /// How many changes may wait for a slow page before it misses some (it is then told, and
+    /// fetches the state again): a page never slows a dispatch and never holds unbounded memory.
+    public var clientBuffer = 1_024
+
+    public init() {}
+}
+
+/// A live inspector of a store: a web page, served on loopback by default, that shows the store's
+/// action log, its state tree, each action's patch, and (when the program allows it) restores a
+/// kept version or dispatches an action.
+///
+/// ```swift
+/// let inspector = try await StoreInspector(store)
+/// print("inspect at", inspector.url)       // http://127.0.0.1:PORT/?token=…
+/// // …
+/// await inspector.stop()
+/// ```
+///
+/// Every request needs the token in `url` (query `token=` or `Authorization: Bearer …`); a
+/// WebSocket upgrade from another origin, and a request naming another host, are refused. The
+/// page and its protocol are described in the DocC article "The live inspector".
+public final class StoreInspector: Sendable {
+    /// The page's address, with its token: open it in a browser.
+    public let url: String
+    /// The token every request must carry.
+    public let token: String
+    private let server: InspectorServer
+
+    /// Starts serving `store`'s inspector; returns once it listens.
+    ///
+    /// - Throws: ``StoreError`` (`.io`) when the address cannot be bound, `.invalidArgument` for
+    ///   options out of range.
+    public init<State>(_ store: Store<State>, options: InspectorOptions = .init()) async throws {
+        guard (0...65_535).contains(options.port) else {
+            throw StoreError(.invalidArgument, "port \(options.port) is not 0–65535")
+        }
+        guard options.maximumClients > 0, options.keptActions >= 0, options.keptVersions >= 0,
+              options.clientBuffer > 0
+        else {
+            throw StoreError(
+                .invalidArgument, "maximumClients and clientBuffer must be at least 1, keptActions and keptVersions at least 0")
+        }
+        if options.keptVersions > 0 { store.keepHistory(options.keptVersions) }
+        let token = InspectorToken.make()
+        let inspected = InspectedStore(store, options: options)
+        server = try await InspectorServer.start(inspected: inspected, options: options, token: token)
+        self.token = token
+        let host = options.host.contains(":") ? "[\(options.host)]" : options.host
+        url = "http://\(host):\(server.port)/?token=\(token)"
+    }
+
+    /// The port it listens on.
+    public var port: Int { server.port }
+
+    /// Stops serving: closes the pages' connections and the listening socket. Idempotent.
+    public func stop() async {
+        await server.stop()
+    }
+}
+
+/// The inspector's token: 128 random bits, as hex.
+enum InspectorToken {
+    static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        return hex(high) + hex(low)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// Whether `candidate` is `token`, in time that depends on the lengths only.
+    static func matches(_ candidate: Substring?, _ token: String) -> Bool {
+        guard let candidate else { return false }
+        let a = Array(candidate.utf8)
+        let b = Array(token.utf8)
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<max(a.count, b.count) {
+            difference |= (index < a.count ? a[index] : 0) ^ (index < b.count ? b[index] : 0)
+        }
+        return difference == 0
+    }
+}
