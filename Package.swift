@@ -169,6 +169,12 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
             ],
             resources: [.embedInCode("Page/inspector.html")]
         ),
+        // A todo store with its inspector, for a person to look at and for the browser test.
+        .executableTarget(
+            name: "reduxstore-inspector-demo",
+            dependencies: ["ReduxStore", "ReduxStoreInspector"],
+            path: "Examples/InspectorDemo"
+        ),
         .testTarget(
             name: "ReduxStoreInspectorTests",
             dependencies: [

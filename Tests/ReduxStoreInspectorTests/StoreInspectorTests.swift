@@ -275,4 +275,29 @@ struct StoreInspectorTests {
         }
         #expect(store.version == 2_000)
     }
+
+    @Test("the README's block, as written there, serves; and it is in this file line for line")
+    func readmeBlock() async throws {
+        let store = Store(reducers: [reducer], state: Todos())
+        var printed = ""
+        func print(_ items: Any...) { printed = items.map { "\($0)" }.joined(separator: " ") }
+        let inspector = try await StoreInspector(store)   // loopback, a free port, a random token
+        print("open", inspector.url)                      // http://127.0.0.1:PORT/?token=…
+        #expect(printed == "open http://127.0.0.1:\(inspector.port)/?token=\(inspector.token)")
+        await inspector.stop()
+
+        let root = String(#filePath.split(separator: "/", omittingEmptySubsequences: false)
+            .dropLast(3).joined(separator: "/"))
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let here = try String(contentsOfFile: #filePath, encoding: .utf8)
+        let block = try #require(
+            readme.components(separatedBy: "```swift\n").dropFirst()
+                .map { $0.components(separatedBy: "```")[0] }
+                .first { $0.contains("import ReduxStoreInspector") })
+        for line in block.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else { continue }
+            #expect(here.contains(trimmed), "the README's line is not in \(#fileID): \(trimmed)")
+        }
+    }
 }

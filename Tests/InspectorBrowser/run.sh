@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Opens the live inspector's page in headless Chromium, as a person would, and checks what it
+# shows (check_page.py, Selenium): a program applies 1,000 actions with its inspector on
+# (Examples/InspectorDemo); the page must show the newest version, every action in its log, a
+# chosen action's patch with the changed node highlighted in the state tree, a filter that narrows
+# the log, no restore when the program does not allow it, and a restore after confirmation when
+# it does. Installs Debian's chromium and chromium-driver and PyPI's selenium when missing.
+#
+#   bash Tests/InspectorBrowser/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=Tests/InspectorBrowser
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    echo "== installing chromium and chromium-driver"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+if ! python3 -c "import selenium" >/dev/null 2>&1; then
+    echo "== installing selenium"
+    python3 -m pip install --quiet selenium
+fi
+
+swift build --product reduxstore-inspector-demo >/dev/null
+demo="$(swift build --show-bin-path)/reduxstore-inspector-demo"
+work=$(mktemp -d)
+pids=()
+writers=()
+cleanup() {
+    # Each demo serves until its standard input ends: closing it stops the demo.
+    for writer in "${writers[@]}"; do eval "exec $writer>&-"; done
+    for pid in "${pids[@]}"; do
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill "$pid" 2>/dev/null || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Starts the demo with `$@`; sets `url` to the page's address once it prints it.
+start_demo() {
+    local name=$1; shift
+    mkfifo "$work/$name.in"
+    "$demo" "$@" <"$work/$name.in" >"$work/$name.out" 2>"$work/$name.err" &
+    pids+=($!)
+    local writer
+    exec {writer}>"$work/$name.in"
+    writers+=("$writer")
+    for _ in $(seq 1 600); do
+        if [ -s "$work/$name.out" ]; then break; fi
+        sleep 0.1
+    done
+    url=$(head -1 "$work/$name.out")
+    if [ -z "$url" ]; then
+        cat "$work/$name.err" >&2
+        echo "run.sh: the demo printed no address" >&2
+        exit 1
+    fi
+}
+
+# 1,000 actions: version V applied action V-1; every third (V-1 = 2 mod 3) toggled a todo: 333.
+status=0
+echo "== the page of a program that does not allow restore"
+start_demo plain --actions 1000
+python3 "$here/check_page.py" "$url" 1000 --rows 1000 --select 998 --filter toggle --filtered-rows 333 \
+    --restore-forbidden --screenshot "$work/page.png" || status=1
+
+echo "== the page of a program that allows restore"
+start_demo restoring --actions 1000 --allow-restore
+python3 "$here/check_page.py" "$url" 1000 --rows 1000 --select 998 --filter todo.add --filtered-rows 667 \
+    --restore-allowed || status=1
+
+if [ -n "${INSPECTOR_SCREENSHOT:-}" ]; then cp "$work/page.png" "$INSPECTOR_SCREENSHOT"; fi
+exit $status
