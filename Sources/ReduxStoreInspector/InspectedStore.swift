@@ -66,7 +66,7 @@ final class InspectedStore: Sendable {
                 // Under the store's lock: the listener hears the very next action.
                 addListener(fanOut)
             }
-            return (result.backlog, access.versionLocked)
+            return (result.backlog, access.version)
         }
     }
 
@@ -136,8 +136,6 @@ final class SharedBox: Sendable {
 /// A store's operations, erased of its state's type.
 protocol StoreAccess: Sendable {
     var version: UInt64 { get }
-    /// The version, read while the lock is held (the published version is the same then).
-    var versionLocked: UInt64 { get }
     var keptVersions: [UInt64] { get }
     func addListener(_ listener: ChangeListener)
     func removeListener(_ listener: ChangeListener)
@@ -152,7 +150,6 @@ struct StoreAccessOf<State: Codable>: StoreAccess, @unchecked Sendable {
     let store: Store<State>
 
     var version: UInt64 { store.version }
-    var versionLocked: UInt64 { store.version }
     var keptVersions: [UInt64] { store.historyVersions }
     func addListener(_ listener: ChangeListener) { store.addChangeListener(listener) }
     func removeListener(_ listener: ChangeListener) { store.removeChangeListener(listener) }
