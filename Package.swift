@@ -157,6 +157,9 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
     ]
     package.products += [
         .library(name: "ReduxStoreInspector", targets: ["ReduxStoreInspector"]),
+        // libreduxstore-inspector.so: include/reduxstore_inspector.h, for C programs. It reaches
+        // the store through libreduxstore.so's C functions (resolved when a program loads both).
+        .library(name: "reduxstore-inspector", type: .dynamic, targets: ["ReduxStoreInspectorC"]),
     ]
     package.targets += [
         .target(
@@ -168,6 +171,13 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             resources: [.embedInCode("Page/inspector.html")]
+        ),
+        // The inspector's C face: `@c @implementation` functions over StoreInspector, checked
+        // against include/reduxstore_inspector.h. It calls libreduxstore.so only through
+        // include/reduxstore.h, so it does not depend on ReduxStoreC.
+        .target(
+            name: "ReduxStoreInspectorC",
+            dependencies: ["ReduxStoreInspector", "ReduxStore", "CReduxStoreAPI", "CJSONC"]
         ),
         // A todo store with its inspector, for a person to look at and for the browser test.
         .executableTarget(

@@ -294,6 +294,12 @@ RDX_API const char *rdx_status_string(rdx_status status);
  */
 RDX_API const char *rdx_last_error(void);
 
+/*
+ * Sets this thread's rdx_last_error() to a copy of `message` (NULL: ""): for a library layered
+ * over this one (such as libreduxstore-inspector) that reports its failures the same way.
+ */
+RDX_API void rdx_set_last_error(const char *message);
+
 /* The library's version, "MAJOR.MINOR.PATCH". Static; compare with RDX_VERSION. */
 RDX_API const char *rdx_version(void);
 
@@ -613,6 +619,44 @@ RDX_API uint64_t rdx_store_add_change_listener(rdx_store *store, bool include_pa
  * listeners (unknown, or already removed).
  */
 RDX_API rdx_status rdx_store_remove_change_listener(rdx_store *store, uint64_t token);
+
+/*
+ * History and time travel.
+ *
+ * A store can keep the snapshots of its last versions, to give a past state back or to make the
+ * state that of a past version again (the live inspector's state at a version, diff and restore
+ * use these).
+ */
+
+/*
+ * Keeps the snapshots of the last `count` versions: the current version's from now on, and each
+ * later version's as it is applied (each action then costs an encoding of the state). 0 turns it
+ * off and frees them; a smaller count drops the oldest. Returns RDX_OK; RDX_EINVAL for a NULL
+ * store.
+ */
+RDX_API rdx_status rdx_store_keep_history(rdx_store *store, size_t count);
+
+/*
+ * Copies the versions the history keeps, oldest first, into `versions` (at most `capacity` of
+ * them; `versions` may be NULL when `capacity` is 0) and returns how many it keeps: call with 0
+ * to learn the size. 0 for a NULL store or no history.
+ */
+RDX_API size_t rdx_store_history_versions(rdx_store *store, uint64_t *versions, size_t capacity);
+
+/*
+ * Returns a NEW tree of the state at `version` (release it with json_object_put()): the current
+ * version's, or one the history keeps. NULL, with RDX_EINVAL's words in rdx_last_error() naming
+ * the versions kept, for a version the store does not have; NULL for a NULL store.
+ */
+RDX_API json_object *rdx_store_state_at_version(rdx_store *store, uint64_t version);
+
+/*
+ * Makes the state equal to that of `version` (kept by rdx_store_keep_history()), as a new
+ * version: versions only grow. Observers hear it as an action named "RDXRestore"; a journal
+ * records it as such a line. Returns RDX_OK; RDX_EINVAL for a NULL store, a version the history
+ * does not keep (rdx_last_error() names those it keeps) or a call from inside a reducer.
+ */
+RDX_API rdx_status rdx_store_restore_version(rdx_store *store, uint64_t version);
 
 /* The dispatching functions' source macros (see "The change feed" above). */
 #ifndef RDX_NO_SOURCE_MACROS

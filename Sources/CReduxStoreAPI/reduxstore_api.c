@@ -5,3 +5,4 @@
  * header that is not valid C fails the build too; it defines nothing.
  */
 #include "reduxstore.h"
+#include "reduxstore_inspector.h"

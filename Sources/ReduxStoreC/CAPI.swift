@@ -166,6 +166,11 @@ public func rdx_last_error() -> UnsafePointer<CChar>? {
 }
 
 @c @implementation
+public func rdx_set_last_error(_ message: UnsafePointer<CChar>?) {
+    LastError.set(message.map { String(cString: $0) } ?? "")
+}
+
+@c @implementation
 public func rdx_version() -> UnsafePointer<CChar>? {
     StaticText.libraryVersion
 }

@@ -73,6 +73,13 @@ protocol CStoreCore: AnyObject, Sendable {
     func removeChangeListener(_ listener: ChangeListener) -> Bool
 
     func save(to path: String) throws(StoreError)
+
+    /// ``Store/keepHistory(_:)``, ``Store/historyVersions`` and ``Store/restore(version:)``.
+    func keepHistory(_ count: Int)
+    var historyVersions: [UInt64] { get }
+    func restore(version: UInt64) throws(StoreError)
+    /// A NEW json-c tree of the state at `version`: the current one, or one the history keeps.
+    func state(at version: UInt64) throws(StoreError) -> OpaquePointer?
 }
 
 extension CStoreCore {
@@ -142,4 +149,22 @@ extension CStoreCore {
     func removeObserver(_ token: ObserverToken) -> Bool { store.removeObserver(token) }
 
     func save(to path: String) throws(StoreError) { try store.save(to: path) }
+
+    func keepHistory(_ count: Int) { store.keepHistory(count) }
+    var historyVersions: [UInt64] { store.historyVersions }
+    func restore(version: UInt64) throws(StoreError) { try store.restore(version: version) }
+
+    func state(at version: UInt64) throws(StoreError) -> OpaquePointer? {
+        let current = try store.withLockedState { (state, now) throws(StoreError) -> OpaquePointer?? in
+            now == version ? .some(try JSONCEncoder().encode(state)) : .none
+        }
+        if let current { return current }
+        guard let state = store.historyState(at: version) else {
+            let kept = store.historyVersions
+            let range = kept.isEmpty ? "none" : "\(kept.first!)–\(kept.last!)"
+            throw StoreError(
+                .invalidArgument, "version \(version) is neither the current one (\(store.version)) nor kept (kept: \(range))")
+        }
+        return try JSONCEncoder().encode(state)
+    }
 }

@@ -3,9 +3,9 @@ import FoundationEssentials
 import ReduxStore
 import Synchronization
 
-/// What the inspector needs of a store, whatever its state's type: its change feed, its state
-/// as JSON at a version, diffs, restore and dispatch. Also the inspector's own record of the
-/// newest actions, and the pages connected to it.
+/// What the inspector needs of a store, whatever its kind (a Swift `Store<State>`, a C store, a
+/// recorded journal): its change feed, its state as JSON at a version, diffs, restore and
+/// dispatch. Also the inspector's own record of the newest actions, and the pages connected to it.
 final class InspectedStore: Sendable {
     let name: String
     let options: InspectorOptions
@@ -14,71 +14,79 @@ final class InspectedStore: Sendable {
     private let shared: SharedBox
 
     struct Shared: Sendable {
-        var backlog: Ring<ChangeRecord>
+        var backlog: Ring<LoggedChange>
         var clients: [ObjectIdentifier: ClientQueue] = [:]
-        /// The listener that fans each record out to the pages, with its patch; only while a
+        /// The listener that fans each change out to the pages, with its patch; only while a
         /// page is connected (patches cost each action an encoding of the state and a diff).
-        var fanOut: ChangeListener?
+        var fanOut: InspectorListener?
+        /// Set by ``InspectedStore/detach()``.
+        var detached = false
     }
 
-    init<State>(_ store: Store<State>, options: InspectorOptions) {
-        name = String(describing: State.self)
+    init(_ access: any StoreAccess, options: InspectorOptions) {
+        name = access.name
         self.options = options
-        access = StoreAccessOf(store: store)
-        let shared = SharedBox(Shared(backlog: Ring(capacity: options.keptActions)))
+        self.access = access
+        let shared = SharedBox(Shared(backlog: Ring(capacity: max(options.keptActions, access.recorded.count))))
+        for change in access.recorded { shared.withLock { $0.backlog.append(change) } }
         self.shared = shared
-        backlogListenerToken = ChangeListener(includingPatches: false) { record in
-            shared.withLock { $0.backlog.append(record) }
+        backlogListener = InspectorListener(includingPatches: false) { change in
+            shared.withLock { $0.backlog.append(change) }
         }
-        access.addListener(backlogListenerToken)
+        access.add(backlogListener)
     }
 
-    private let backlogListenerToken: ChangeListener
+    private let backlogListener: InspectorListener
 
-    /// Stops listening to the store.
+    /// Stops listening to the store and lets it go. Idempotent.
     func detach() {
-        access.removeListener(backlogListenerToken)
-        let fanOut = shared.withLock { shared -> ChangeListener? in
-            defer { shared.fanOut = nil }
-            return shared.fanOut
+        let (first, fanOut) = shared.withLock { shared -> (Bool, InspectorListener?) in
+            defer {
+                shared.fanOut = nil
+                shared.detached = true
+            }
+            return (!shared.detached, shared.fanOut)
         }
-        if let fanOut { access.removeListener(fanOut) }
+        guard first else { return }
+        access.remove(backlogListener)
+        if let fanOut { access.remove(fanOut) }
+        access.detached()
     }
 
     // MARK: Pages
 
     /// Registers a page's queue; returns the backlog and the version it holds up to, read while
-    /// no action is applied (so the page's first change follows it). `nil` when
+    /// no action is applied where the store allows it (so the page's first change follows it;
+    /// otherwise a change applied meanwhile reaches the page as a gap). `nil` when
     /// ``InspectorOptions/maximumClients`` pages are connected.
-    func connect(_ queue: ClientQueue) -> (backlog: [ChangeRecord], version: UInt64)? {
-        access.whileNoActionIsApplied { addListener -> (backlog: [ChangeRecord], version: UInt64)? in
-            let result = shared.withLock { shared -> (backlog: [ChangeRecord], needsFanOut: Bool)? in
+    func connect(_ queue: ClientQueue) -> (backlog: [LoggedChange], version: UInt64)? {
+        access.whileNoActionIsApplied { add -> (backlog: [LoggedChange], version: UInt64)? in
+            let result = shared.withLock { shared -> (backlog: [LoggedChange], needsFanOut: Bool)? in
                 guard shared.clients.count < options.maximumClients else { return nil }
                 shared.clients[ObjectIdentifier(queue)] = queue
                 return (shared.backlog.elements, shared.fanOut == nil)
             }
             guard let result else { return nil }
             if result.needsFanOut {
-                let fanOut = ChangeListener(includingPatches: true) { [shared] record in
-                    for client in shared.withLock({ Array($0.clients.values) }) { client.put(record) }
+                let fanOut = InspectorListener(includingPatches: true) { [shared] change in
+                    for client in shared.withLock({ Array($0.clients.values) }) { client.put(change) }
                 }
                 shared.withLock { $0.fanOut = fanOut }
-                // Under the store's lock: the listener hears the very next action.
-                addListener(fanOut)
+                add(fanOut)
             }
-            return (result.backlog, access.version)
+            return (result.backlog, result.backlog.last?.version ?? access.version)
         }
     }
 
     /// Removes a page's queue; the last page gone, the patches stop.
     func disconnect(_ queue: ClientQueue) {
-        let fanOut = shared.withLock { shared -> ChangeListener? in
+        let fanOut = shared.withLock { shared -> InspectorListener? in
             shared.clients[ObjectIdentifier(queue)] = nil
             guard shared.clients.isEmpty, let fanOut = shared.fanOut else { return nil }
             shared.fanOut = nil
             return fanOut
         }
-        if let fanOut { access.removeListener(fanOut) }
+        if let fanOut { access.remove(fanOut) }
     }
 
     var clientCount: Int { shared.withLock { $0.clients.count } }
@@ -87,6 +95,9 @@ final class InspectedStore: Sendable {
 
     var version: UInt64 { access.version }
     var keptVersions: [UInt64] { access.keptVersions }
+    /// Whether the store is live (false for a recorded journal: no restore, no dispatch).
+    var isLive: Bool { access.isLive }
+    var dispatchableIdentifiers: [String] { access.dispatchableIdentifiers }
 
     /// The state as JSON at `version` (the newest when `nil`), and that version.
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue) {
@@ -110,18 +121,7 @@ final class InspectedStore: Sendable {
         guard options.allowsDispatch else {
             throw StoreError(.invalidArgument, "dispatch is not allowed by this program (InspectorOptions.allowsDispatch)")
         }
-        guard let decode = options.actions.decoder(for: identifier) else {
-            throw StoreError(.invalidArgument, "\"\(identifier)\" is not an identifier this program lets the page dispatch")
-        }
-        let tree = try payload.map { (value) throws(StoreError) in try JSONCEncoder().encode(value) } ?? nil
-        defer { json_object_put(tree) }
-        let action: any Action
-        do {
-            action = try decode(tree)
-        } catch {
-            throw StoreError(coding: error, prefix: "payload")
-        }
-        return access.dispatch(action)
+        return try access.dispatch(identifier: identifier, payload: payload)
     }
 }
 
@@ -133,36 +133,151 @@ final class SharedBox: Sendable {
     func withLock<T>(_ body: (inout InspectedStore.Shared) -> T) -> T { mutex.withLock { body(&$0) } }
 }
 
-/// A store's operations, erased of its state's type.
-protocol StoreAccess: Sendable {
-    var version: UInt64 { get }
-    var keptVersions: [UInt64] { get }
-    func addListener(_ listener: ChangeListener)
-    func removeListener(_ listener: ChangeListener)
-    func whileNoActionIsApplied<T>(_ body: (_ addListener: (ChangeListener) -> Void) -> T) -> T
-    func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue)
-    func restore(version: UInt64) throws(StoreError) -> UInt64
-    func dispatch(_ action: any Action) -> UInt64
+/// One applied action, as the inspector logs it and sends it to its pages.
+package enum LoggedChange: Sendable {
+    /// A Swift store's record: its payload is made into JSON when it is sent, not when applied.
+    case record(ChangeRecord)
+    /// A change made into JSON up front: a C store's (its trees are only borrowed for the call),
+    /// or a recorded journal's line.
+    case plain(PlainChange)
+
+    package var version: UInt64 {
+        switch self {
+        case .record(let record): record.version
+        case .plain(let plain): plain.version
+        }
+    }
 }
 
-struct StoreAccessOf<State: Codable>: StoreAccess, @unchecked Sendable {
+/// A change as JSON values.
+package struct PlainChange: Sendable {
+    package var version: UInt64
+    package var identifier: String
+    package var payload: JSONValue?
+    /// Whether the payload is a typed action's properties (a Swift action), not a JSON action's.
+    package var typed: Bool
+    /// The RFC 6902 patch, an array; `nil` when not known.
+    package var patch: JSONValue?
+    /// `"main.c:42"`.
+    package var source: String?
+    package var batch: ClosedRange<UInt64>?
+    /// `2026-11-25T03:00:00.123Z`.
+    package var time: String
+
+    package init(
+        version: UInt64, identifier: String, payload: JSONValue?, typed: Bool, patch: JSONValue?,
+        source: String?, batch: ClosedRange<UInt64>?, time: String
+    ) {
+        self.version = version
+        self.identifier = identifier
+        self.payload = payload
+        self.typed = typed
+        self.patch = patch
+        self.source = source
+        self.batch = batch
+        self.time = time
+    }
+}
+
+extension PlainChange {
+    /// `time` as a change's `time` text: `2026-11-25T03:00:00.123Z`.
+    package static func timeText(_ time: timespec) -> String { InspectorSession.isoTime(time) }
+}
+
+/// A consumer of a store's changes, as the inspector registers it: the access attaches it to the
+/// store its own way and keeps what it needs to detach it in ``attachment``.
+package final class InspectorListener: Sendable {
+    package let includingPatches: Bool
+    package let receive: @Sendable (LoggedChange) -> Void
+    /// What the access registered (a `ChangeListener`, a C token), for ``StoreAccess/remove(_:)``.
+    package let attachment = Mutex<(any Sendable)?>(nil)
+
+    package init(includingPatches: Bool, receive: @escaping @Sendable (LoggedChange) -> Void) {
+        self.includingPatches = includingPatches
+        self.receive = receive
+    }
+}
+
+/// A store's operations, erased of its kind and its state's type.
+package protocol StoreAccess: Sendable {
+    /// What the page calls the store: its state's type.
+    var name: String { get }
+    var version: UInt64 { get }
+    var keptVersions: [UInt64] { get }
+    /// False for something recorded (a journal): nothing is applied to it.
+    var isLive: Bool { get }
+    /// The identifiers a page may dispatch (with ``InspectorOptions/allowsDispatch``); empty for
+    /// any identifier.
+    var dispatchableIdentifiers: [String] { get }
+    /// Changes recorded before the inspector started (a journal's lines), oldest first.
+    var recorded: [LoggedChange] { get }
+    /// Starts calling `listener` with every change applied from now on.
+    func add(_ listener: InspectorListener)
+    /// Stops calling `listener`; once this returns it is not called again.
+    func remove(_ listener: InspectorListener)
+    /// Runs `body` while no action is applied, where the store allows it; a listener added
+    /// through `body`'s argument hears the very next action.
+    func whileNoActionIsApplied<T>(_ body: (_ add: (InspectorListener) -> Void) -> T) -> T
+    func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue)
+    func restore(version: UInt64) throws(StoreError) -> UInt64
+    func dispatch(identifier: String, payload: JSONValue?) throws(StoreError) -> UInt64
+    /// The inspector has stopped: release what it held of the store.
+    func detached()
+}
+
+extension StoreAccess {
+    package var recorded: [LoggedChange] { [] }
+    package func detached() {}
+    package var dispatchableIdentifiers: [String] { [] }
+    package var isLive: Bool { true }
+
+    /// `version` is not kept: the message for it.
+    package static func notKept(_ version: UInt64, kept: [UInt64]) -> StoreError {
+        let range = kept.isEmpty ? "none" : "\(kept.first!)–\(kept.last!)"
+        return StoreError(.invalidArgument, "version \(version) is not kept (kept: \(range))")
+    }
+}
+
+/// A Swift `Store<State>`'s operations.
+struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     // @unchecked: `Store` is Sendable; `State` itself need not be.
     let store: Store<State>
+    let actions: ActionTypes
 
+    var name: String { String(describing: State.self) }
     var version: UInt64 { store.version }
     var keptVersions: [UInt64] { store.historyVersions }
-    func addListener(_ listener: ChangeListener) { store.addChangeListener(listener) }
-    func removeListener(_ listener: ChangeListener) { store.removeChangeListener(listener) }
-    func whileNoActionIsApplied<T>(_ body: (_ addListener: (ChangeListener) -> Void) -> T) -> T {
-        store.whileNoActionIsApplied(body)
+    var dispatchableIdentifiers: [String] { actions.identifiers }
+
+    func add(_ listener: InspectorListener) { store.addChangeListener(attach(listener)) }
+
+    private func attach(_ listener: InspectorListener) -> ChangeListener {
+        let receive = listener.receive
+        let changeListener = ChangeListener(includingPatches: listener.includingPatches) { receive(.record($0)) }
+        listener.attachment.withLock { $0 = changeListener }
+        return changeListener
+    }
+
+    func remove(_ listener: InspectorListener) {
+        let attached = listener.attachment.withLock { attachment -> ChangeListener? in
+            defer { attachment = nil }
+            return attachment as? ChangeListener
+        }
+        if let attached { _ = store.removeChangeListener(attached) }
+    }
+
+    func whileNoActionIsApplied<T>(_ body: (_ add: (InspectorListener) -> Void) -> T) -> T {
+        store.whileNoActionIsApplied { addListener in
+            withoutActuallyEscaping(addListener) { addListener in
+                body { listener in addListener(attach(listener)) }
+            }
+        }
     }
 
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue) {
         if let version, version != store.version {
             guard let state = store.historyState(at: version) else {
-                let kept = store.historyVersions
-                let range = kept.isEmpty ? "none" : "\(kept.first!)–\(kept.last!)"
-                throw StoreError(.invalidArgument, "version \(version) is not kept (kept: \(range))")
+                throw Self.notKept(version, kept: store.historyVersions)
             }
             return (version, try JSONValue(encoding: state))
         }
@@ -176,7 +291,18 @@ struct StoreAccessOf<State: Codable>: StoreAccess, @unchecked Sendable {
         return store.version
     }
 
-    func dispatch(_ action: any Action) -> UInt64 {
+    func dispatch(identifier: String, payload: JSONValue?) throws(StoreError) -> UInt64 {
+        guard let decode = actions.decoder(for: identifier) else {
+            throw StoreError(.invalidArgument, "\"\(identifier)\" is not an identifier this program lets the page dispatch")
+        }
+        let tree = try payload.map { (value) throws(StoreError) in try JSONCEncoder().encode(value) } ?? nil
+        defer { json_object_put(tree) }
+        let action: any Action
+        do {
+            action = try decode(tree)
+        } catch {
+            throw StoreError(coding: error, prefix: "payload")
+        }
         store.dispatch(erased: action, source: .unknown)
         return store.version
     }

@@ -8,14 +8,14 @@ import Glibc
 /// (never blocking it), bounded: past ``InspectorOptions/clientBuffer`` the oldest are dropped, and
 /// the page is told of the gap.
 final class ClientQueue: Sendable {
-    let changes: AsyncStream<ChangeRecord>
-    private let continuation: AsyncStream<ChangeRecord>.Continuation
+    let changes: AsyncStream<LoggedChange>
+    private let continuation: AsyncStream<LoggedChange>.Continuation
 
     init(capacity: Int) {
         (changes, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(capacity))
     }
 
-    func put(_ record: ChangeRecord) { continuation.yield(record) }
+    func put(_ change: LoggedChange) { continuation.yield(change) }
     func finish() { continuation.finish() }
 }
 
@@ -90,7 +90,7 @@ final class InspectorSession: Sendable {
         }
     }
 
-    private func hello(backlog: [ChangeRecord]) -> JSONValue {
+    private func hello(backlog: [LoggedChange]) -> JSONValue {
         let options = inspected.options
         return [
             "type": "hello",
@@ -100,12 +100,32 @@ final class InspectorSession: Sendable {
             "history": .array(inspected.keptVersions.map { .uint($0) }),
             "allowsRestore": .bool(options.allowsRestore),
             "allowsDispatch": .bool(options.allowsDispatch),
-            "actions": .array(options.allowsDispatch ? options.actions.identifiers.map { .string($0) } : []),
+            "actions": .array(options.allowsDispatch ? inspected.dispatchableIdentifiers.map { .string($0) } : []),
+            "live": .bool(inspected.isLive),
             "log": .array(backlog.map { Self.change($0, includingPatch: false) }),
         ]
     }
 
-    /// The `change` message of `record`.
+    /// The `change` message of `change`.
+    static func change(_ change: LoggedChange, includingPatch: Bool) -> JSONValue {
+        switch change {
+        case .record(let record): return Self.change(record, includingPatch: includingPatch)
+        case .plain(let plain):
+            return [
+                "type": "change",
+                "version": .uint(plain.version),
+                "identifier": .string(plain.identifier),
+                "time": .string(plain.time),
+                "payload": plain.payload ?? .null,
+                "typed": .bool(plain.typed),
+                "patch": includingPatch ? plain.patch ?? .null : .null,
+                "source": plain.source.map { .string($0) } ?? .null,
+                "batch": plain.batch.map { .array([.uint($0.lowerBound), .uint($0.upperBound)]) } ?? .null,
+            ]
+        }
+    }
+
+    /// The `change` message of a Swift store's `record`.
     static func change(_ record: ChangeRecord, includingPatch: Bool) -> JSONValue {
         var message: [JSONKey: JSONValue] = [
             "type": "change",

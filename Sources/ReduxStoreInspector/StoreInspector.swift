@@ -51,7 +51,26 @@ public final class StoreInspector: Sendable {
     ///
     /// - Throws: ``StoreError`` (`.io`) when the address cannot be bound, `.invalidArgument` for
     ///   options out of range.
-    public init<State>(_ store: Store<State>, options: InspectorOptions = .init()) async throws {
+    public convenience init<State>(_ store: Store<State>, options: InspectorOptions = .init()) async throws {
+        try await self.init(access: SwiftStoreAccess(store: store, actions: options.actions), options: options)
+        // Once it listens: a failure to start leaves the store as it was.
+        if options.keptVersions > 0 { store.keepHistory(options.keptVersions) }
+    }
+
+    /// Starts serving the store `access` reaches (a C store, a recorded journal), whose history
+    /// the caller has set up; returns once it listens.
+    package init(access: any StoreAccess, options: InspectorOptions) async throws {
+        try Self.check(options)
+        let token = InspectorToken.make()
+        let inspected = InspectedStore(access, options: options)
+        // Detaches from the store itself when it cannot start.
+        server = try await InspectorServer.start(inspected: inspected, options: options, token: token)
+        self.token = token
+        let host = options.host.contains(":") ? "[\(options.host)]" : options.host
+        url = "http://\(host):\(server.port)/?token=\(token)"
+    }
+
+    package static func check(_ options: InspectorOptions) throws(StoreError) {
         guard (0...65_535).contains(options.port) else {
             throw StoreError(.invalidArgument, "port \(options.port) is not 0–65535")
         }
@@ -61,13 +80,6 @@ public final class StoreInspector: Sendable {
             throw StoreError(
                 .invalidArgument, "maximumClients and clientBuffer must be at least 1, keptActions and keptVersions at least 0")
         }
-        if options.keptVersions > 0 { store.keepHistory(options.keptVersions) }
-        let token = InspectorToken.make()
-        let inspected = InspectedStore(store, options: options)
-        server = try await InspectorServer.start(inspected: inspected, options: options, token: token)
-        self.token = token
-        let host = options.host.contains(":") ? "[\(options.host)]" : options.host
-        url = "http://\(host):\(server.port)/?token=\(token)"
     }
 
     /// The port it listens on.

@@ -4,14 +4,17 @@
 #   bash Tests/CTests/run.sh [SCRATCH_PATH]     (SCRATCH_PATH: SwiftPM's build folder, default .build)
 #
 # 1. installs what is missing (json-c and pkg-config through scripts/bootstrap; valgrind, g++ and
-#    nm through apt-get), and builds the `reduxstore` product;
-# 2. checks the header compiles alone as C99 and as C++11, warnings as errors;
-# 3. checks every rdx_ function the header declares is exported by libreduxstore.so;
+#    nm through apt-get), and builds the `reduxstore` product; with the inspector in the package
+#    (REDUXSTORE_CORE_ONLY unset) also `reduxstore-inspector`, for the test_inspector*.c tests;
+# 2. checks the headers compile alone as C99 and as C++11, warnings as errors;
+# 3. checks every rdx_ function each header declares is exported by its library, and that
+#    libreduxstore.so neither needs nor carries SwiftNIO or Hummingbird;
 # 4. compiles the README's C example (the first ```c block of README.md), runs it and compares its
 #    output, and runs it under valgrind;
 # 5. compiles each Tests/CTests/test_*.c, runs it, then runs it again under valgrind (definite
 #    leaks and invalid reads/writes fail; the Swift runtime's possibly-lost and still-reachable
-#    blocks do not). RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind;
+#    blocks do not; valgrind-swift.supp names what is suppressed in third-party code).
+#    RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind;
 # 6. compiles each again with AddressSanitizer (LeakSanitizer on) and runs it.
 #
 # The last line sums every CHECK of every run (normal and valgrind) as "N passed, N failed"; a
@@ -60,6 +63,15 @@ swift build --scratch-path "$scratch" --product reduxstore || die "swift build f
 bin=$(swift build --scratch-path "$scratch" --show-bin-path) || die "no bin path"
 lib="$bin/libreduxstore.so"
 [ -f "$lib" ] || die "$lib was not built"
+# The live inspector's library (SwiftNIO), unless the package is built without it
+# (REDUXSTORE_CORE_ONLY=1): then its tests (test_inspector*.c) are not run, and say so.
+inspector_lib=""
+if [ -z "${REDUXSTORE_CORE_ONLY:-}" ]; then
+    echo "== building libreduxstore-inspector.so"
+    swift build --scratch-path "$scratch" --product reduxstore-inspector || die "swift build of reduxstore-inspector failed"
+    inspector_lib="$bin/libreduxstore-inspector.so"
+    [ -f "$inspector_lib" ] || die "$inspector_lib was not built"
+fi
 out="$bin/ctests"
 mkdir -p "$out"
 
@@ -69,7 +81,7 @@ cflags=(-std=c99 -Wall -Wextra -Werror -pedantic -I"$root/include" $jsonc_cflags
 
 # ---- The header alone, as C99 and as C++11 (included twice: the guard works).
 echo "== header checks"
-printf '#include "reduxstore.h"\n#include "reduxstore.h"\nint header_only_unit;\n' >"$out/header_only.c"
+printf '#include "reduxstore.h"\n#include "reduxstore.h"\n#include "reduxstore_inspector.h"\n#include "reduxstore_inspector.h"\nint header_only_unit;\n' >"$out/header_only.c"
 if "$CC" "${cflags[@]}" -c "$out/header_only.c" -o "$out/header_only_c.o" 2>"$out/header_c.log"; then
     pass "header compiles alone as C99 (-std=c99 -Wall -Wextra -Werror -pedantic)"
 else
@@ -84,32 +96,54 @@ else
     fail "header compiles alone as C++11"
 fi
 
-# ---- Every rdx_ function of the header is exported.
+# ---- Every rdx_ function of each header is exported by its library.
 echo "== exported symbols"
 # The header without its comments; a name followed by "(" is a function declaration (function
 # pointer typedefs read "(*rdx_name)(" and do not match).
-declared=$("$CC" -fpreprocessed -dD -E -P "$root/include/reduxstore.h" 2>/dev/null |
-    grep -oE '\brdx_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
-exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TW]$/ { print $3 }' | sort -u)
-count=$(printf '%s\n' "$declared" | grep -c . || true)
-if [ "$count" -eq 0 ]; then
-    fail "found no rdx_ function in include/reduxstore.h"
-else
+check_exports() {
+    local header=$1 library=$2 declared exported count absent name
+    declared=$("$CC" -fpreprocessed -dD -E -P "$root/include/$header" 2>/dev/null |
+        grep -oE '\brdx_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
+    exported=$(nm -D --defined-only "$library" | awk '$2 ~ /^[TW]$/ { print $3 }' | sort -u)
+    count=$(printf '%s\n' "$declared" | grep -c . || true)
+    if [ "$count" -eq 0 ]; then
+        fail "found no rdx_ function in include/$header"
+        return
+    fi
     absent=()
     for name in $declared; do
         # A here-string, not a pipe: with pipefail, grep -q closing the pipe early would fail it.
         grep -qx "$name" <<<"$exported" || absent+=("$name")
     done
     if [ ${#absent[@]} -eq 0 ]; then
-        pass "all $count rdx_ functions of the header are exported by libreduxstore.so"
+        pass "all $count rdx_ functions of include/$header are exported by $(basename "$library")"
     else
-        fail "not exported by libreduxstore.so: ${absent[*]}"
+        fail "not exported by $(basename "$library"): ${absent[*]}"
+    fi
+}
+check_exports reduxstore.h "$lib"
+if [ -n "$inspector_lib" ]; then
+    check_exports reduxstore_inspector.h "$inspector_lib"
+    # The inspector's web server stays in its own library: libreduxstore.so neither loads nor
+    # carries SwiftNIO or Hummingbird (their module names appear in every one of their symbols).
+    nio_needed=$(readelf -d "$lib" | grep NEEDED | grep -ciE 'nio|hummingbird' || true)
+    nio_symbols=$(nm "$lib" 2>/dev/null | grep -cE 'NIO|Hummingbird' || true)
+    if [ "$nio_needed" -eq 0 ] && [ "$nio_symbols" -eq 0 ]; then
+        pass "libreduxstore.so needs no SwiftNIO or Hummingbird library and has none of their symbols"
+    else
+        fail "libreduxstore.so links SwiftNIO or Hummingbird ($nio_needed libraries, $nio_symbols symbols)"
+    fi
+    # ...and the inspector's library does have them (so the check above can fail).
+    if [ "$(nm "$inspector_lib" 2>/dev/null | grep -cE 'NIO' || true)" -gt 0 ]; then
+        pass "libreduxstore-inspector.so carries SwiftNIO"
+    else
+        fail "libreduxstore-inspector.so has no SwiftNIO symbol: the check of libreduxstore.so proves nothing"
     fi
 fi
 
 # --fair-sched: valgrind runs one thread at a time, and an unfair lock can starve a writer for
 # minutes behind a spinning reader; fair scheduling keeps the thread tests quick.
-valgrind_flags=(--fair-sched=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
+valgrind_flags=(--suppressions="$here/valgrind-swift.supp" --fair-sched=yes --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite
     --error-exitcode=99 --num-callers=40)
 
 # ---- The README's C example, taken from the README as written there: compiled as the tests are,
@@ -176,14 +210,23 @@ run_program() {
 
 programs=()
 for source in "$here"/test_*.c; do
-    programs+=("$(basename "$source" .c)")
+    name=$(basename "$source" .c)
+    if [[ "$name" == test_inspector* ]] && [ -z "$inspector_lib" ]; then
+        echo "NOT RUN  $name: the package was built without the inspector (REDUXSTORE_CORE_ONLY)"
+        continue
+    fi
+    programs+=("$name")
 done
+# The libraries a test links: the inspector's tests also libreduxstore-inspector.
+libraries_of() {
+    if [[ "$1" == test_inspector* ]]; then echo "-lreduxstore-inspector -lreduxstore"; else echo "-lreduxstore"; fi
+}
 
 echo "== compiling ${#programs[@]} test programs"
 built=()
 for name in "${programs[@]}"; do
     if "$CC" "${cflags[@]}" "$here/$name.c" -o "$out/$name" \
-        -L"$bin" -lreduxstore -Wl,-rpath,"$bin" $jsonc_libs -lpthread 2>"$out/$name.compile.log"; then
+        -L"$bin" $(libraries_of "$name") -Wl,-rpath,"$bin" $jsonc_libs -lpthread 2>"$out/$name.compile.log"; then
         pass "compile $name"
         built+=("$name")
     else
@@ -198,8 +241,17 @@ for name in "${built[@]}"; do
 done
 
 echo "== running under valgrind"
+# valgrind gives up on the debug information of the inspector's debug library (70 MB, "possibly
+# corrupted debuginfo"): its tests load a copy without it, found first through LD_LIBRARY_PATH.
+valgrind_libs="$out/valgrind-libs"
+if [ -n "$inspector_lib" ]; then
+    mkdir -p "$valgrind_libs"
+    strip --strip-debug -o "$valgrind_libs/libreduxstore-inspector.so" "$inspector_lib" ||
+        fail "strip a copy of libreduxstore-inspector.so for valgrind"
+fi
 for name in "${built[@]}"; do
-    RDX_CTEST_SMALL=1 run_program "$name (valgrind)" "$out/$name.valgrind.log" \
+    LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
+        run_program "$name (valgrind)" "$out/$name.valgrind.log" \
         valgrind "${valgrind_flags[@]}" "$out/$name"
     summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
     echo "      valgrind: $summary"
@@ -208,7 +260,7 @@ done
 echo "== running under AddressSanitizer (LeakSanitizer on)"
 for name in "${built[@]}"; do
     if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$name.c" \
-        -o "$out/$name.asan" -L"$bin" -lreduxstore -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
+        -o "$out/$name.asan" -L"$bin" $(libraries_of "$name") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
         2>"$out/$name.asan.compile.log"; then
         ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 \
             run_program "$name (AddressSanitizer)" "$out/$name.asan.log" "$out/$name.asan"

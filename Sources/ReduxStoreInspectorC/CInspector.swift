@@ -1,0 +1,124 @@
+// The C functions of include/reduxstore_inspector.h: a thin layer over StoreInspector, reaching
+// the store through CStoreAccess.
+internal import CJSONC
+public import CReduxStoreAPI
+import Dispatch
+import ReduxStore
+import ReduxStoreInspector
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The object behind an `rdx_inspector *`: the inspector and its address as a C string.
+final class CInspectorHandle: @unchecked Sendable {
+    // @unchecked: immutable; `url` is freed once, at deinit.
+    let inspector: StoreInspector
+    let url: UnsafeMutablePointer<CChar>
+
+    init(inspector: StoreInspector) {
+        self.inspector = inspector
+        url = strdup(inspector.url)
+    }
+
+    deinit { free(url) }
+}
+
+@c @implementation
+public func rdx_inspector_start(
+    _ store: OpaquePointer?, _ options: UnsafePointer<rdx_inspector_options>?,
+    _ status: UnsafeMutablePointer<rdx_status>?
+) -> OpaquePointer? {
+    do throws(StoreError) {
+        guard let store else { throw StoreError(.invalidArgument, "store is NULL") }
+        let (inspectorOptions, identifiers) = try InspectorOptions.from(options?.pointee)
+        let access = CStoreAccess(store: store, identifiers: identifiers)
+        let result = waitFor { () async throws -> StoreInspector in
+            try await StoreInspector(access: access, options: inspectorOptions)
+        }
+        let inspector: StoreInspector
+        switch result {
+        case .success(let started): inspector = started
+        case .failure(let error as StoreError): throw error
+        case .failure(let error): throw StoreError(.io, "inspector: \(error)")
+        }
+        // Once it listens: a failure to start leaves the store as it was.
+        if inspectorOptions.keptVersions > 0 {
+            _ = rdx_store_keep_history(store, inspectorOptions.keptVersions)
+        }
+        status?.pointee = RDX_OK
+        return OpaquePointer(Unmanaged.passRetained(CInspectorHandle(inspector: inspector)).toOpaque())
+    } catch {
+        rdx_set_last_error(error.message)
+        status?.pointee = cStatus(of: error.kind)
+        return nil
+    }
+}
+
+@c @implementation
+public func rdx_inspector_url(_ inspector: OpaquePointer?) -> UnsafePointer<CChar>? {
+    guard let inspector else { return nil }
+    return UnsafePointer(Unmanaged<CInspectorHandle>.fromOpaque(UnsafeRawPointer(inspector)).takeUnretainedValue().url)
+}
+
+@c @implementation
+public func rdx_inspector_stop(_ inspector: OpaquePointer?) {
+    guard let inspector else { return }
+    let handle = Unmanaged<CInspectorHandle>.fromOpaque(UnsafeRawPointer(inspector)).takeRetainedValue()
+    _ = waitFor { () async throws -> Void in await handle.inspector.stop() }
+}
+
+/// The C status of a kind of failure (as libreduxstore's functions report it).
+private func cStatus(of kind: StoreError.Kind) -> rdx_status {
+    switch kind {
+    case .invalidArgument: RDX_EINVAL
+    case .parse: RDX_EPARSE
+    case .decode, .encode: RDX_EDECODE
+    case .limit: RDX_ELIMIT
+    case .io: RDX_EIO
+    case .corrupt: RDX_ECORRUPT
+    case .outOfMemory: RDX_ENOMEM
+    }
+}
+
+/// Runs `body` on the Swift concurrency pool and waits for it on this (C's) thread.
+private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Result<T, any Error> {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return result.withLock { $0! }
+}
+
+extension InspectorOptions {
+    /// C's options (zeros: the defaults), and the identifiers the page may dispatch.
+    static func from(_ c: rdx_inspector_options?) throws(StoreError) -> (InspectorOptions, [String]) {
+        var options = InspectorOptions()
+        guard let c else { return (options, []) }
+        if let host = c.host {
+            options.host = String(cString: host)
+            guard !options.host.isEmpty else { throw StoreError(.invalidArgument, "host is \"\": name an address, or NULL for 127.0.0.1") }
+        }
+        guard c.port <= 65_535 else { throw StoreError(.invalidArgument, "port \(c.port) is not 0–65535") }
+        options.port = Int(c.port)
+        options.allowsRestore = c.allows_restore != 0
+        options.allowsDispatch = c.allows_dispatch != 0
+        if c.maximum_clients > 0 { options.maximumClients = Int(c.maximum_clients) }
+        var identifiers: [String] = []
+        if var next = c.dispatch_identifiers {
+            while let identifier = next.pointee {
+                identifiers.append(String(cString: identifier))
+                next += 1
+            }
+            guard !identifiers.isEmpty else {
+                throw StoreError(.invalidArgument, "dispatch_identifiers is empty: NULL allows any identifier, a list some")
+            }
+        }
+        return (options, identifiers)
+    }
+}
