@@ -161,6 +161,8 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
         // the store through libreduxstore.so's C functions (resolved when a program loads both).
         .library(name: "reduxstore-inspector", type: .dynamic, targets: ["ReduxStoreInspectorC"]),
     ]
+    // reduxstore-inspect serve: a recorded journal in the inspector's page.
+    package.targets.first { $0.name == "reduxstore-inspect" }!.dependencies.append("ReduxStoreInspector")
     package.targets += [
         .target(
             name: "ReduxStoreInspector",

@@ -20,11 +20,12 @@ struct Inspect: ParsableCommand {
               reduxstore-inspect diff before.json after.json
               reduxstore-inspect journal app.journal
               reduxstore-inspect state base.json app.journal --at 1200
+              reduxstore-inspect serve app.journal --state base.json
 
             Every command takes --json for output a script can read. Bad input ends with exit \
             status 1 and one line on standard error naming the file and the line or byte.
             """,
-        subcommands: [Show.self, Diff.self, JournalSummary.self, StateAt.self])
+        subcommands: [Show.self, Diff.self, JournalSummary.self, StateAt.self, Serve.self])
 }
 
 /// Options every command shares.
@@ -211,6 +212,7 @@ struct StateAt: ParsableCommand {
         discussion: """
             Example:
               reduxstore-inspect state base.json app.journal --at 1200
+              reduxstore-inspect serve app.journal --state base.json
             applies the patches of app.journal's entries to base.json, up to version 1200. The \
             journal must have been recorded with JournalOptions.recordPatches (C: \
             rdx_store_start_journal(store, path, true)). The base is the state before the \

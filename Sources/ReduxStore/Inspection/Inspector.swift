@@ -246,7 +246,7 @@ package enum Inspector {
     /// operation's value sits inside as many containers as its path has tokens (each line is
     /// read within the limit, but patches can build a state deeper, line after line, than any
     /// file holds and than the walks over it have stack for).
-    private static func checkNesting(_ operations: [JSONPatch.Operation]) throws(StoreError) {
+    package static func checkNesting(_ operations: [JSONPatch.Operation]) throws(StoreError) {
         for (index, operation) in operations.enumerated() {
             guard let value = operation.value else { continue }
             // An unescaped "/" starts each token ("~1" stands for one inside a key).
