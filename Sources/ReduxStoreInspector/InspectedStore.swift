@@ -97,7 +97,7 @@ final class InspectedStore: Sendable {
     var keptVersions: [UInt64] { access.keptVersions }
     /// Whether the store is live (false for a recorded journal: no restore, no dispatch).
     var isLive: Bool { access.isLive }
-    var dispatchableIdentifiers: [String] { access.dispatchableIdentifiers }
+    var dispatchableIdentifiers: [String]? { access.dispatchableIdentifiers }
 
     /// The state as JSON at `version` (the newest when `nil`), and that version.
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue) {
@@ -206,9 +206,9 @@ package protocol StoreAccess: Sendable {
     var keptVersions: [UInt64] { get }
     /// False for something recorded (a journal): nothing is applied to it.
     var isLive: Bool { get }
-    /// The identifiers a page may dispatch (with ``InspectorOptions/allowsDispatch``); empty for
+    /// The identifiers a page may dispatch (with ``InspectorOptions/allowsDispatch``); `nil` for
     /// any identifier.
-    var dispatchableIdentifiers: [String] { get }
+    var dispatchableIdentifiers: [String]? { get }
     /// Changes recorded before the inspector started (a journal's lines), oldest first.
     var recorded: [LoggedChange] { get }
     /// Starts calling `listener` with every change applied from now on.
@@ -228,7 +228,7 @@ package protocol StoreAccess: Sendable {
 extension StoreAccess {
     package var recorded: [LoggedChange] { [] }
     package func detached() {}
-    package var dispatchableIdentifiers: [String] { [] }
+    package var dispatchableIdentifiers: [String]? { [] }
     package var isLive: Bool { true }
 
     /// `version` is not kept: the message for it.
@@ -247,7 +247,7 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     var name: String { String(describing: State.self) }
     var version: UInt64 { store.version }
     var keptVersions: [UInt64] { store.historyVersions }
-    var dispatchableIdentifiers: [String] { actions.identifiers }
+    var dispatchableIdentifiers: [String]? { actions.identifiers }
 
     func add(_ listener: InspectorListener) { store.addChangeListener(attach(listener)) }
 

@@ -8,6 +8,9 @@ import NIOHTTP1
 import ReduxStore
 import ServiceLifecycle
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The inspector's HTTP server: the page at `/`, its WebSocket at `/ws`, both behind the token,
 /// the `Host` check and (for the WebSocket) the `Origin` check.
@@ -128,20 +131,42 @@ final class InspectorServer: Sendable {
     }
 }
 
-/// The hosts a request may name: the address served (and, on loopback, `localhost`).
+/// The hosts a request may name: the address served (and, on loopback, `localhost`). Served on
+/// every address (`0.0.0.0`, `::`), any IP address literal with the port is allowed too, and
+/// `localhost`: the machine's own addresses are not known in advance, and an IP literal cannot
+/// be a rebound DNS name.
 struct AddressCheck: Sendable {
     let hosts: Set<String>
+    let port: Int
+    let wildcard: Bool
 
     init(host: String, port: Int) {
         var names: Set<String> = []
         let bracketed = host.contains(":") ? "[\(host)]" : host
         names.insert("\(bracketed):\(port)")
-        if host == "127.0.0.1" || host == "::1" || host == "localhost" {
+        wildcard = host == "0.0.0.0" || host == "::"
+        if host == "127.0.0.1" || host == "::1" || host == "localhost" || wildcard {
             names.insert("localhost:\(port)")
             names.insert("127.0.0.1:\(port)")
             names.insert("[::1]:\(port)")
         }
         hosts = names.union(names.map { $0.lowercased() })
+        self.port = port
+    }
+
+    /// Whether `authority` (a `Host` header, or an `Origin`'s host and port) names this address.
+    func allows(_ authority: String) -> Bool {
+        let lowered = authority.lowercased()
+        if hosts.contains(lowered) { return true }
+        guard wildcard, lowered.hasSuffix(":\(port)") else { return false }
+        var name = String(lowered.dropLast(":\(port)".count))
+        if name.hasPrefix("["), name.hasSuffix("]") {
+            name = String(name.dropFirst().dropLast())
+            var address = in6_addr()
+            return inet_pton(AF_INET6, name, &address) == 1
+        }
+        var address = in_addr()
+        return inet_pton(AF_INET, name, &address) == 1
     }
 }
 
@@ -165,7 +190,7 @@ final class RequestGate: Sendable {
         let allowed = address.withLock { $0 }
         // Host first: a request for another name (DNS rebinding) learns nothing, not even
         // whether its token was right.
-        guard let host = authority, let allowed, allowed.hosts.contains(host.lowercased()) else {
+        guard let host = authority, let allowed, allowed.allows(host) else {
             throw HTTPError(.forbidden, message: "Host is not the address this inspector serves")
         }
         let query = URI(path).queryParameters.get("token")
@@ -183,7 +208,7 @@ final class RequestGate: Sendable {
             let lowered = origin.lowercased()
             let fromBrowser = lowered == "null" || lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
             if fromBrowser {
-                guard lowered.hasPrefix("http://"), allowed.hosts.contains(String(lowered.dropFirst(7))) else {
+                guard lowered.hasPrefix("http://"), allowed.allows(String(lowered.dropFirst(7))) else {
                     throw HTTPError(.forbidden, message: "Origin \(origin) is not this inspector's page")
                 }
             }

@@ -20,7 +20,7 @@ final class ClientQueue: Sendable {
 }
 
 /// One page connected over the WebSocket: the hello, then its changes and the answers to its
-/// requests (see the DocC article "The live inspector" for the messages).
+/// requests (see the DocC article "The inspector's protocol" for the messages).
 final class InspectorSession: Sendable {
     /// The largest message a page may send.
     static let maximumMessageSize = 1 << 20
@@ -100,9 +100,12 @@ final class InspectorSession: Sendable {
             "history": .array(inspected.keptVersions.map { .uint($0) }),
             "allowsRestore": .bool(options.allowsRestore),
             "allowsDispatch": .bool(options.allowsDispatch),
-            "actions": .array(options.allowsDispatch ? inspected.dispatchableIdentifiers.map { .string($0) } : []),
+            // null: any identifier (a C store that lists none); the store's reducers judge.
+            "actions": !options.allowsDispatch ? .array([])
+                : inspected.dispatchableIdentifiers.map { .array($0.map { .string($0) }) } ?? .null,
             "live": .bool(inspected.isLive),
-            "log": .array(backlog.map { Self.change($0, includingPatch: false) }),
+            // A recorded journal's patches are at hand: sent. A live store's backlog has none.
+            "log": .array(backlog.map { Self.change($0, includingPatch: true) }),
         ]
     }
 

@@ -6,7 +6,7 @@ public struct InspectorOptions: Sendable {
     public var host = "127.0.0.1"
     /// The port; 0 picks a free one (see ``StoreInspector/url``).
     public var port = 0
-    /// Whether the page may restore the store to a kept version (``Store/restore(version:)``).
+    /// Whether the page may restore the store to a kept version (`Store.restore(version:)`).
     public var allowsRestore = false
     /// Whether the page may dispatch actions, of the identifiers registered in ``actions`` only.
     public var allowsDispatch = false
@@ -15,7 +15,7 @@ public struct InspectorOptions: Sendable {
     /// The typed actions a page may dispatch (with ``allowsDispatch``), by identifier.
     public var actions = ActionTypes()
     /// How many versions the store keeps for the page's state at a version, diffs and restore
-    /// (``Store/keepHistory(_:)``); 0 leaves the store's history as it is.
+    /// (`Store.keepHistory(_:)`); 0 leaves the store's history as it is.
     public var keptVersions = 100
     /// How many of the newest actions the inspector keeps for a page that connects later.
     public var keptActions = 10_000
@@ -39,7 +39,7 @@ public struct InspectorOptions: Sendable {
 ///
 /// Every request needs the token in `url` (query `token=` or `Authorization: Bearer …`); a
 /// WebSocket upgrade from another origin, and a request naming another host, are refused. The
-/// page and its protocol are described in the DocC article "The live inspector".
+/// page is described in the DocC article "Watching a store live", its protocol in "The inspector's protocol".
 public final class StoreInspector: Sendable {
     /// The page's address, with its token: open it in a browser.
     public let url: String
@@ -49,7 +49,7 @@ public final class StoreInspector: Sendable {
 
     /// Starts serving `store`'s inspector; returns once it listens.
     ///
-    /// - Throws: ``StoreError`` (`.io`) when the address cannot be bound, `.invalidArgument` for
+    /// - Throws: `StoreError` (`.io`) when the address cannot be bound, `.invalidArgument` for
     ///   options out of range.
     public convenience init<State>(_ store: Store<State>, options: InspectorOptions = .init()) async throws {
         try await self.init(access: SwiftStoreAccess(store: store, actions: options.actions), options: options)

@@ -26,7 +26,7 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
 
     var name: String { "rdx_store" }
     var version: UInt64 { rdx_store_version(store) }
-    var dispatchableIdentifiers: [String] { identifiers }
+    var dispatchableIdentifiers: [String]? { identifiers.isEmpty ? nil : identifiers }
 
     var keptVersions: [UInt64] {
         // The history may grow between the two calls: ask again until it fits.

@@ -4,8 +4,9 @@
 #   bash Tests/Install/run.sh
 #
 # installs ReduxStore with scripts/install into a temporary prefix; checks the files, the
-# pkg-config file, what the library needs (no Swift library, no run path into the toolchain) and
-# what it exports (exactly the header's rdx_ functions); builds Examples/CDemo/main.c with
+# pkg-config files, what the libraries need (no Swift library, no run path into the toolchain;
+# the inspector's needs libreduxstore.so) and what they export (exactly their headers' rdx_
+# functions); builds Examples/CDemo/main.c and Examples/CInspectorDemo/main.c with
 # `cc $(pkg-config --cflags --libs reduxstore)` alone; runs it in a mount namespace where the
 # toolchain's folder and this source tree are hidden under empty tmpfs mounts (the loader cannot
 # reach them), and checks it prints what the demo prints built in the tree, and that the loader
@@ -96,6 +97,31 @@ check "the library exports every rdx_ function of the header" test -z "$absent" 
 check "the library exports nothing else (no Swift runtime, libdispatch or Swift symbol)" test -z "$extra"
 [ -z "$extra" ] || echo "      also exported: $(echo $extra | cut -c1-2000)" >&2
 
+# ---- 3b. The live inspector's library: its header, .pc file, needs and exports.
+ilib="$prefix/lib/libreduxstore-inspector.so"
+check "DIR/include/reduxstore_inspector.h is the header" \
+    cmp -s include/reduxstore_inspector.h "$prefix/include/reduxstore_inspector.h"
+check "DIR/lib/libreduxstore-inspector.so is installed" test -f "$ilib" -a -x "$ilib"
+iflags=$(pkg-config --cflags --libs reduxstore-inspector 2>&1)
+echo "      pkg-config --cflags --libs reduxstore-inspector: $iflags"
+check "reduxstore-inspector.pc gives -lreduxstore-inspector and, through reduxstore, -lreduxstore and json-c" \
+    has_words "$iflags" "-I$prefix/include" "-L$prefix/lib" -lreduxstore-inspector -lreduxstore -ljson-c
+ineeds=$(foreign_needs "$ilib" | grep -v "$prefix/lib/libreduxstore.so")
+check "the inspector's library loads nothing from outside the system's folders and the prefix (ldd)" test -z "$ineeds"
+[ -z "$ineeds" ] || echo "$ineeds" >&2
+ineeded=$(readelf -d "$ilib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' ')
+echo "      NEEDED: $ineeded"
+check "it needs libreduxstore.so and no Swift library (readelf -d)" \
+    bash -c 'grep -qw "libreduxstore.so" <<<"$1" && ! grep -Eq "swift|dispatch|BlocksRuntime|Foundation" <<<"$1"' _ "$ineeded"
+ideclared=$(cc -fpreprocessed -dD -E -P include/reduxstore_inspector.h 2>/dev/null |
+    grep -oE '\brdx_inspector_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
+iexported=$(nm -D --defined-only "$ilib" | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort -u)
+check "it exports exactly the rdx_inspector_ functions of its header" \
+    test -n "$ideclared" -a "$ideclared" = "$iexported"
+[ "$ideclared" = "$iexported" ] || echo "      exported: $(echo $iexported | cut -c1-500)" >&2
+check "Examples/CInspectorDemo/main.c builds with \`cc \$(pkg-config --cflags --libs reduxstore-inspector)\` alone" \
+    cc -std=c99 -Wall -Wextra -Werror -pedantic Examples/CInspectorDemo/main.c $iflags -o "$work/c-inspector-demo"
+
 # ---- 4. The demo, built with pkg-config alone.
 echo "== the C demo"
 check "Examples/CDemo/main.c builds with \`cc \$(pkg-config --cflags --libs reduxstore)\` alone" \
@@ -148,6 +174,12 @@ same_output() {
     diff <(echo "$expected") <(echo "$got") | head -n 20 >&2
 }
 same_output "the demo, toolchain hidden, prints what it prints in the tree" "$work/c-demo"
+# The inspector's demo serves until its standard input ends: with none, it prints its address
+# (having applied its actions) and stops.
+iurl=$(cd "$work" && without_toolchain "$work/c-inspector-demo" --actions 100 </dev/null 2>&1)
+check "the inspector's demo, toolchain hidden, starts, prints its address and stops" \
+    grep -Eq '^http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}$' <<<"$iurl"
+[ -n "$iurl" ] && echo "      printed: $iurl"
 
 # The loader's own record: every object it loaded (it calls the init of each) is the installed
 # library or a system library, and it never even looked in the toolchain.
@@ -173,7 +205,9 @@ check "the same with the toolchain hidden" loader_record "$prefix/lib" without_t
 echo "== the C test programs against the installed library, toolchain hidden"
 for source in Tests/CTests/test_*.c; do
     name=$(basename "$source" .c)
-    if ! cc -std=c99 -Wall -Wextra -Werror -pedantic "$source" -o "$work/$name" $flags -lpthread \
+    libs=$flags
+    [[ "$name" != test_inspector* ]] || libs=$iflags
+    if ! cc -std=c99 -Wall -Wextra -Werror -pedantic "$source" -o "$work/$name" $libs -lpthread \
         2>"$work/$name.compile.log"; then
         cat "$work/$name.compile.log" >&2
         fail "$name compiles against the installed header and library"

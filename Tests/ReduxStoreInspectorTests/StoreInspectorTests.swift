@@ -56,8 +56,9 @@ private func blockingHTTP(
         let count = recv(socket, &buffer, buffer.count, 0)
         if count <= 0 { break }
         response += buffer[0..<count]
-        // An upgraded connection stays open: its head is all there is to read.
-        if headOnly, response.count >= 4, response.suffix(4) == [13, 10, 13, 10] { break }
+        // An upgraded connection stays open: its head is all there is to read (the first frame
+        // may come in the same read).
+        if headOnly, String(decoding: response, as: UTF8.self).contains("\r\n\r\n") { break }
     }
     let text = String(decoding: response, as: UTF8.self)
     let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? -1
@@ -128,6 +129,7 @@ struct StoreInspectorTests {
         // DNS rebinding: another name for this address.
         #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "evil.example:\(inspector.port)").status == 403)
         #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "localhost:\(inspector.port)").status == 200)
+        #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "10.1.2.3:\(inspector.port)").status == 403)
         // The WebSocket path without an upgrade, or from another origin.
         #expect(try await http(inspector.port, "/ws?token=\(inspector.token)").status == 400)
         #expect(try await http(inspector.port, "/ws").status == 401)
@@ -143,6 +145,23 @@ struct StoreInspectorTests {
             inspector.port, "/ws?token=\(inspector.token)", headers: ["Origin: http://127.0.0.1:\(inspector.port)"] + upgradeHeaders,
             headOnly: true)
         #expect(accepted.status == 101)
+    }
+
+    @Test("served on every address: any IP literal with the port is a Host, never another DNS name")
+    func everyAddress() async throws {
+        let store = Store(reducers: [reducer], state: Todos())
+        var options = InspectorOptions()
+        options.host = "0.0.0.0"
+        let inspector = try await StoreInspector(store, options: options)
+        defer { Task { await inspector.stop() } }
+        let page = "/?token=\(inspector.token)"
+        for host in ["127.0.0.1", "10.1.2.3", "[fe80::1]", "localhost", "0.0.0.0"] {
+            #expect(try await http(inspector.port, page, host: "\(host):\(inspector.port)").status == 200, "\(host)")
+        }
+        for host in ["evil.example:\(inspector.port)", "10.1.2.3:1", "10.1.2.3", "10.1.2:\(inspector.port)", "[nope]:\(inspector.port)"] {
+            #expect(try await http(inspector.port, page, host: host).status == 403, "\(host)")
+        }
+        #expect(try await http(inspector.port, "/", host: "10.1.2.3:\(inspector.port)").status == 401)
     }
 
     @Test("a page hears hello with the log, then each change with its patch and source; asks for state and diffs")
