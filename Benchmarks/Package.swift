@@ -18,10 +18,13 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.1"),
         // The histograms in the run's saved results, read back by BenchmarkReport.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // The WebSocket client that is the page of the inspector benchmarks (inspection.inspector.*);
+        // the library itself depends on it for its inspector's tests (the same version).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // The benchmarks: Swift stores, their baselines, and the C interface (include/reduxstore.h)
-        // called from Swift through the library's own C module.
+        // called from Swift through the library's own C module; the live inspector's cost per dispatch.
         .executableTarget(
             name: "ReduxStoreBenchmarks",
             dependencies: [
@@ -29,6 +32,10 @@ let package = Package(
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
                 .product(name: "ReduxStore", package: library),
                 .product(name: "reduxstore", package: library),
+                // The live inspector (the library's product while REDUXSTORE_CORE_ONLY is unset)
+                // and a WebSocket client to connect a page to it.
+                .product(name: "ReduxStoreInspector", package: library),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
             ],
             path: "Benchmarks/ReduxStoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

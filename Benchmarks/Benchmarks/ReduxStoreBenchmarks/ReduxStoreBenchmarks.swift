@@ -14,7 +14,10 @@
 //   composition.*                                     middleware, batches, key-path observers
 //   inspection.*                                      journal (inspection.journal.paired.counter:
 //                                                     with ÷ without, paired in each sample),
-//                                                     history, restore, diff
+//                                                     history, restore, diff; the live
+//                                                     inspector (inspection.inspector.paired.counter:
+//                                                     with a page, and with none, ÷ without an
+//                                                     inspector, paired in each sample)
 import Benchmark
 #if canImport(Glibc)
 import Glibc
@@ -36,6 +39,7 @@ let benchmarks: @Sendable () -> Void = {
     registerContentionBenchmarks()
     registerCompositionBenchmarks()
     registerJournalBenchmarks()
+    registerInspectorBenchmarks()
     registerOverheadBenchmark()
 }
 
