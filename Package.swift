@@ -154,12 +154,19 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         // NIOHTTP1, for the answer to a refused WebSocket upgrade (Hummingbird's own dependency).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // Replication on PostgreSQL, and the TLS of its connections (postgres-nio's own dependency).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // SHA-256 of the snapshots' states (postgres-nio's own dependency).
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ]
     package.products += [
         .library(name: "ReduxStoreInspector", targets: ["ReduxStoreInspector"]),
         // libreduxstore-inspector.so: include/reduxstore_inspector.h, for C programs. It reaches
         // the store through libreduxstore.so's C functions (resolved when a program loads both).
         .library(name: "reduxstore-inspector", type: .dynamic, targets: ["ReduxStoreInspectorC"]),
+        // Replication of a store through a PostgreSQL stream.
+        .library(name: "ReduxStorePostgres", targets: ["ReduxStorePostgres"]),
     ]
     // reduxstore-inspect serve: a recorded journal in the inspector's page.
     package.targets.first { $0.name == "reduxstore-inspect" }!.dependencies.append("ReduxStoreInspector")
@@ -186,6 +193,28 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
             name: "reduxstore-inspector-demo",
             dependencies: ["ReduxStore", "ReduxStoreInspector"],
             path: "Examples/InspectorDemo"
+        ),
+        // Replication on PostgreSQL (postgres-nio): its own product, so that the core and
+        // libreduxstore.so link no NIO.
+        .target(
+            name: "ReduxStorePostgres",
+            dependencies: [
+                "ReduxStore", "CJSONC",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A process of the replication tests: writes to or follows a stream, then prints its state.
+        .executableTarget(
+            name: "reduxstore-replica-check",
+            dependencies: ["ReduxStore", "ReduxStorePostgres"],
+            path: "Tests/ReplicaCheck"
+        ),
+        .testTarget(
+            name: "ReduxStorePostgresTests",
+            dependencies: ["ReduxStorePostgres", "ReduxStore", "ReduxStoreTestSupport"]
         ),
         .testTarget(
             name: "ReduxStoreInspectorTests",

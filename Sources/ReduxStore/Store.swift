@@ -68,6 +68,10 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// journal keeps past the dispatch. `nil` for Swift stores, whose actions are values.
     /// Set once, before the store is shared.
     @exclusivity(unchecked) nonisolated(unsafe) package var journalCopier: (@Sendable (any Action) -> any Action)?
+    /// Why this store's state may change only through its owner (a replica of a stream, whose
+    /// versions the stream decides): ``restore(version:)`` then throws this. Set once, before the
+    /// store is shared; `nil` for most stores.
+    @exclusivity(unchecked) nonisolated(unsafe) package var localChangesRefusal: String?
     /// The running autosave, if any (``startAutosave(to:policy:onError:)``).
     let autosaver = Locked<Autosaver?>(nil)
 
@@ -86,7 +90,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     /// A deep copy of `state` by a snapshot round trip; `state` itself when its Codable
     /// conformance fails.
-    static func deepCopy(_ state: State) -> State {
+    package static func deepCopy(_ state: State) -> State {
         let tape = SnapshotTape()
         do {
             try SnapshotEncoder().encode(state, into: tape)

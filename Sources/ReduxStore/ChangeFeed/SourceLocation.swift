@@ -105,6 +105,20 @@ package struct DispatchSite: Sendable {
         self.init(file: UnsafeRawPointer(file), count: strlen(file), line: line, borrowed: true)
     }
 
+    /// A site named by a string (a source another process recorded), its name copied once per
+    /// distinct name (``CFileNames``); unknown past that table's limit or for an empty name.
+    package init(keeping fileID: String, line: UInt) {
+        var name = fileID
+        let kept = name.withUTF8 { bytes in
+            bytes.isEmpty ? nil : CFileNames.intern(UnsafeRawBufferPointer(bytes))
+        }
+        guard let kept else {
+            self.init(file: nil, bits: 0)
+            return
+        }
+        self.init(file: kept.baseAddress, count: kept.count, line: line, borrowed: false)
+    }
+
     /// Whether a source is known.
     @inline(__always)
     var isKnown: Bool { file != nil }

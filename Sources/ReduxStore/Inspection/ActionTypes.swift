@@ -39,6 +39,24 @@ public struct ActionTypes: Sendable {
         decoders.isEmpty ? nil : decoders[JSONKey(identifier)]
     }
 
+    /// The action an identifier and its payload (a json-c tree, borrowed; NULL: none) stand for:
+    /// the registered type's, decoded from the payload, or a ``JSONAction`` carrying it.
+    ///
+    /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
+    ///   does not decode into the registered type.
+    package func action(identifier: String, payload: OpaquePointer?) throws(StoreError) -> any Action {
+        guard let decode = decoder(for: identifier) else {
+            return try JSONAction(identifier: identifier, jsonCPayload: payload)
+        }
+        do {
+            return try decode(payload)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(coding: error, prefix: "payload")
+        }
+    }
+
     /// Whether a type is registered for `identifier`.
     public func isRegistered(_ identifier: String) -> Bool {
         decoders[JSONKey(identifier)] != nil

@@ -46,11 +46,15 @@ extension Store {
     /// ``StoreNotification/restoredVersion`` is `version`. A journal records it as a
     /// `"RDXRestore"` line (not replayable; its patch, with patches on, says what changed).
     ///
-    /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer, or for a version the
-    ///   history does not keep (the message names the versions it keeps).
+    /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer, for a version the
+    ///   history does not keep (the message names the versions it keeps), or on a store whose
+    ///   versions another decides (a replica of a PostgreSQL stream: the message says so).
     public func restore(version: UInt64) throws(StoreError) {
         if isInsideReducer {
             throw StoreError(.invalidArgument, "restore(version:) inside a reducer: restore before or after the action")
+        }
+        if let refusal = localChangesRefusal {
+            throw StoreError(.invalidArgument, "restore(version: \(version)): \(refusal)")
         }
         let tape = try withCoreLocked { (core, _) throws(StoreError) -> SnapshotTape in
             guard let history = core.pointee.recorder?.history else {

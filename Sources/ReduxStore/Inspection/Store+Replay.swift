@@ -42,21 +42,16 @@ extension Store {
                 throw StoreError(
                     .decode, "\(line.place): action \"\(line.identifier)\" was recorded without its payload (not replayable)")
             }
+            if line.typed, !actions.isRegistered(line.identifier) {
+                throw StoreError(
+                    .decode,
+                    "\(line.place): action \"\(line.identifier)\" is a typed action: register its type in ActionTypes to replay it")
+            }
             let action: any Action
-            do {
-                if let decode = actions.decoder(for: line.identifier) {
-                    action = try decode(line.payload)
-                } else if line.typed {
-                    throw StoreError(
-                        .decode,
-                        "action \"\(line.identifier)\" is a typed action: register its type in ActionTypes to replay it")
-                } else {
-                    action = try JSONAction(identifier: line.identifier, jsonCPayload: line.payload)
-                }
-            } catch let error as StoreError {
-                throw StoreError(error.kind, "\(line.place): \(error.message)")
+            do throws(StoreError) {
+                action = try actions.action(identifier: line.identifier, payload: line.payload)
             } catch {
-                throw StoreError(coding: error, prefix: "\(line.place): payload")
+                throw StoreError(error.kind, "\(line.place): \(error.message)")
             }
             if let batch = line.batch, batch == currentBatch, !groups.isEmpty {
                 groups[groups.count - 1].append(action)

@@ -1,0 +1,194 @@
+import Logging
+import PostgresNIO
+public import ReduxStore
+
+/// A store whose actions live in a PostgreSQL stream, shared by any number of processes: each
+/// applies every action of the stream, in the stream's one order, to a local ``store``.
+///
+/// ```swift
+/// let stream = try PostgresStream(connection: "postgres://app@localhost/app", stream: "counter")
+/// let counter = try await ReplicatedStore.open(
+///     stream, reducers: [counterReducer], initialState: Counter(), actions: actions)
+/// let version = try await counter.dispatch(Increment(by: 1))   // committed, then applied here
+/// print(counter.store.currentState().value)
+/// await counter.close()
+/// ```
+///
+/// **Order.** PostgreSQL decides it: a commit appends its actions in one statement that takes the
+/// stream row's lock, so concurrent writers take turns for the length of one statement and the
+/// versions have no gap. A process applies every action of the stream in version order, its own
+/// included, so every process's state at a version is the same (for deterministic reducers).
+///
+/// **Group commit.** Concurrent dispatches of one process share one statement, up to
+/// ``ReplicationOptions/maximumBatch`` actions: while one commit is in flight, the next ones
+/// gather.
+///
+/// **The local store.** ``store`` is an ordinary ``Store``: read it, observe it, journal it,
+/// follow its change feed; replicated actions reach observers, key-path observers, the change
+/// feed and the journal exactly as local ones, with their source (`File.swift:42`) as the writer
+/// recorded it. Its ``Store/version`` is the stream's version it applied. Its state changes only
+/// through the stream: `store.dispatchAction` (or a dispatch from one of its reducers or
+/// observers) traps with a message saying so, since it would give the replica a version the
+/// stream does not have; ``Store/restore(version:)`` throws.
+///
+/// **Faults.** A lost connection (a server restart, a killed session) is made anew and the
+/// commit tried again for up to ``ReplicationOptions/reconnectTimeout`` seconds; an action whose
+/// commit answer was lost is looked for, under the stream's lock, before it is written again, so
+/// none is lost and none is written twice. A stored action that does not decode into the
+/// program's types, or a state that differs from the snapshot stored at its version, stops the
+/// replica with a ``ReplicationError`` naming the stream and version: it never skips.
+public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
+    /// The local replica: read, observe, journal. Do not dispatch to it (see above).
+    public let store: Store<State>
+    let replicator: Replicator<State>
+    /// The stream, its server and name.
+    public let stream: PostgresStream
+
+    private init(store: Store<State>, replicator: Replicator<State>, stream: PostgresStream) {
+        self.store = store
+        self.replicator = replicator
+        self.stream = stream
+    }
+
+    deinit {
+        let replicator = self.replicator
+        Task { await replicator.close() }
+    }
+
+    /// Opens a stream to write to: creates the library's tables and the stream when missing,
+    /// starts from the newest snapshot (or `initialState` at version 0), applies the actions
+    /// after it, and keeps applying what other processes commit.
+    ///
+    /// - Parameters:
+    ///   - reducers: the same in every process of the stream, deterministic.
+    ///   - initialState: the state at version 0, for a stream with no snapshot.
+    ///   - actions: the typed actions stored payloads decode into; other identifiers reach the
+    ///     reducers as ``JSONAction``s.
+    /// - Throws: ``ReplicationError``: the server cannot be reached, refuses the user, or its
+    ///   tables are newer than this library; the stored snapshot or an action after it does not
+    ///   decode (naming the version).
+    public static func open(
+        _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
+        options: ReplicationOptions = .init()
+    ) async throws -> ReplicatedStore<State> {
+        try await start(stream, reducers: reducers, initialState: initialState, actions: actions, options: options, writes: true)
+    }
+
+    /// Follows a stream read-only: starts from the newest snapshot, reads the tail in batches,
+    /// then applies new versions as they are committed (woken by PostgreSQL's notifications,
+    /// and by a poll every ``ReplicationOptions/pollInterval`` seconds should one be missed).
+    /// ``dispatch(_:file:line:)`` throws ``ReplicationError/Kind/readOnly``.
+    public static func follow(
+        _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
+        options: ReplicationOptions = .init()
+    ) async throws -> ReplicatedStore<State> {
+        try await start(stream, reducers: reducers, initialState: initialState, actions: actions, options: options, writes: false)
+    }
+
+    private static func start(
+        _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
+        options: ReplicationOptions, writes: Bool
+    ) async throws(ReplicationError) -> ReplicatedStore<State> {
+        let options = try options.validated(stream: stream.stream)
+        let logger = Logger(label: "ReduxStorePostgres")
+        let schema = StreamSchema(stream.schema)
+        let connection = try await StreamConnection.connect(stream, logger: logger)
+        let start: (version: UInt64, state: String?)
+        do {
+            try await schema.migrate(connection, logger: logger)
+            if writes { try await connection.query(schema.createStream(stream.stream), logger: logger) }
+            var newest: (UInt64, String?) = (0, nil)
+            for try await (version, state) in try await connection.query(
+                schema.newestSnapshot(stream.stream), logger: logger
+            ).decode((Int64, String).self) {
+                newest = (UInt64(version), state)
+            }
+            start = newest
+        } catch {
+            try? await connection.close()
+            throw StreamConnection.describe(error, stream)
+        }
+        var state = initialState
+        if let text = start.state {
+            do {
+                state = try JSONCDecoder().decode(State.self, fromJSONString: text)
+            } catch {
+                try? await connection.close()
+                throw ReplicationError(
+                    .decode, stream: stream.stream, version: start.version,
+                    "the stored snapshot does not decode into \(State.self): \(error.message)")
+            }
+        }
+        let gate = ReplicaGate(stream: stream.stream)
+        let store = Store(
+            reducers: reducers, adopting: start.state == nil ? Store.deepCopy(state) : state,
+            version: start.version, middleware: MiddlewareChain.make([gate.middleware() as Middleware<State>]))
+        store.localChangesRefusal =
+            "the store is a replica of stream \"\(stream.stream)\": its versions come from the stream"
+        let replicator = Replicator(
+            stream: stream, schema: schema, options: options, store: store, gate: gate, actions: actions,
+            logger: logger, writes: writes, connection: connection)
+        do {
+            try await replicator.catchUp(through: nil)
+        } catch {
+            await replicator.close()
+            throw error
+        }
+        await replicator.startFollowing()
+        return ReplicatedStore(store: store, replicator: replicator, stream: stream)
+    }
+
+    /// Commits `action` to the stream and applies it (with everything committed before it) to
+    /// the local store; returns its version. Concurrent calls of one process share a commit.
+    ///
+    /// The payload stored is the action's encoded properties (a ``JSONAction``'s payload);
+    /// every process decodes it with its ``ActionTypes`` — this one too, so every process
+    /// applies the same value. `file` and `line` are recorded as the action's source.
+    ///
+    /// - Throws: ``ReplicationError``: ``ReplicationError/Kind/invalidArgument`` when the action
+    ///   does not encode as JSON (nothing is written); ``ReplicationError/Kind/readOnly`` on a
+    ///   follower; ``ReplicationError/Kind/connection`` when the connection was lost and not
+    ///   regained within ``ReplicationOptions/reconnectTimeout`` (the action may then have been
+    ///   committed: it is applied when it is read, like another process's);
+    ///   ``ReplicationError/Kind/closed`` after ``close()`` or a failure that stopped the replica.
+    @discardableResult
+    public func dispatch(
+        _ action: some Action & Encodable, file: StaticString = #fileID, line: UInt = #line
+    ) async throws -> UInt64 {
+        let payload: String
+        switch ChangeRecord.payloadValue(of: action) {
+        case .success(let value):
+            payload = value?.description ?? "null"
+        case .failure(let error):
+            throw ReplicationError(
+                .invalidArgument, stream: stream.stream,
+                "action \"\(action.identifier)\" does not encode as JSON, nothing was written: \(error.message)")
+        }
+        let source = file.hasPointerRepresentation ? "\(file):\(line)" : ""
+        return try await replicator.submit(identifier: action.identifier, payload: payload, source: source)
+    }
+
+    /// Applies every action committed so far; returns the version applied.
+    @discardableResult
+    public func catchUp() async throws -> UInt64 {
+        try await replicator.catchUp(through: nil)
+    }
+
+    /// How far the local store is behind the stream, as far as this process knows.
+    public var lag: ReplicationLag {
+        get async { await replicator.lag }
+    }
+
+    /// What stopped the replica (a payload that does not decode, a divergence, trimmed
+    /// versions), or `nil` while it runs.
+    public var failure: ReplicationError? {
+        get async { await replicator.failure }
+    }
+
+    /// Waits for the dispatches under way to commit, stops following and closes the
+    /// connections. Later calls throw ``ReplicationError/Kind/closed``. Idempotent; the local
+    /// ``store`` stays readable.
+    public func close() async {
+        await replicator.close()
+    }
+}

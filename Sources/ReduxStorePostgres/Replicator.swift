@@ -1,0 +1,665 @@
+internal import CJSONC
+import Logging
+import PostgresNIO
+import ReduxStore
+import Synchronization
+import Crypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One action of a stream as the replica applies it: read from the stream, or one of this
+/// process's own dispatches whose version its commit answered.
+struct StreamRow: Sendable {
+    let version: UInt64
+    let identifier: String
+    /// The payload as JSON text (`null` for none).
+    let payload: String
+    /// `"Module/File.swift:42"`, or `""` when unknown.
+    let source: String
+    /// The process that wrote it, and which of its dispatches it was.
+    let writer: String
+    let seq: Int64
+    /// The hash of the snapshot stored at this version, if one is (to compare with).
+    let snapshotHash: String?
+}
+
+/// A dispatch waiting for its commit.
+struct PendingDispatch {
+    let seq: Int64
+    let identifier: String
+    let payload: String
+    let source: String
+    let continuation: CheckedContinuation<UInt64, any Error>
+}
+
+/// Lets through the replica's store only the actions the replicator applies: anything else
+/// dispatched to the store (by a program, a reducer or an observer) would give the local store
+/// a version the stream does not have.
+final class ReplicaGate: Sendable {
+    /// The thread allowed to pass one action, or 0.
+    private let permitted = Atomic<UInt>(0)
+    let stream: String
+
+    init(stream: String) { self.stream = stream }
+
+    func middleware<State: Codable & Sendable>() -> Middleware<State> {
+        { [self] _, action, next in
+            let me = UInt(bitPattern: Int(bitPattern: pthread_self()))
+            guard permitted.compareExchange(expected: me, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
+                fatalError(
+                    "ReduxStorePostgres: action \"\(action.identifier)\" was dispatched to the store of a replica of stream \"\(stream)\"; the stream decides a replica's versions: dispatch through ReplicatedStore.dispatch(_:), not store.dispatchAction, and not from a reducer or observer of the replica")
+            }
+            next(action)
+        }
+    }
+
+    /// Applies `action` to `store`, through the gate.
+    func apply<State>(_ action: any Action, to store: Store<State>, source: DispatchSite) {
+        permitted.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
+        store.dispatch(erased: action, source: source)
+        permitted.store(0, ordering: .releasing)
+    }
+}
+
+/// The replication of one store: its connections, the commits of its dispatches, and the
+/// application of the stream's actions in order. Every change of the local store goes through
+/// this actor, one action at a time, in the stream's order.
+actor Replicator<State: Codable & Sendable> {
+    let stream: PostgresStream
+    let schema: StreamSchema
+    let options: ReplicationOptions
+    let store: Store<State>
+    let gate: ReplicaGate
+    let actions: ActionTypes
+    let logger: Logger
+    /// This process's name in the rows it writes.
+    let writer: String
+    let channel: String
+    let writes: Bool
+
+    private var writeConnection: PostgresConnection?
+    private var readConnection: PostgresConnection?
+    private var nextSeq: Int64 = 1
+    /// Dispatches not yet sent.
+    private var queue: [PendingDispatch] = []
+    /// Dispatches sent and not yet applied, by seq: resolved when their row is applied.
+    private var inFlight: [Int64: PendingDispatch] = [:]
+    private var committing = false
+    /// What stopped the replica for good; every later call throws it.
+    private(set) var failure: ReplicationError?
+    private var closed = false
+    /// The newest version known to be committed, and since when the oldest unapplied one is known.
+    private var knownHead: UInt64
+    private var behindSince: ContinuousClock.Instant?
+    private var lastSnapshot: (version: UInt64, time: ContinuousClock.Instant)
+    private var tasks: [Task<Void, Never>] = []
+    private let wakeups: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+
+    init(
+        stream: PostgresStream, schema: StreamSchema, options: ReplicationOptions, store: Store<State>,
+        gate: ReplicaGate, actions: ActionTypes, logger: Logger, writes: Bool, connection: PostgresConnection
+    ) {
+        self.stream = stream
+        self.schema = schema
+        self.options = options
+        self.store = store
+        self.gate = gate
+        self.actions = actions
+        self.logger = logger
+        self.writes = writes
+        writer = Self.makeWriterName()
+        channel = schema.channel(stream.stream)
+        writeConnection = connection
+        knownHead = store.version
+        lastSnapshot = (store.version, .now)
+        (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// A random name for this process's rows: 128 bits, hex.
+    private static func makeWriterName() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let words = (generator.next() as UInt64, generator.next() as UInt64)
+        return String(words.0, radix: 16) + "-" + String(words.1, radix: 16)
+    }
+
+    // MARK: Following
+
+    /// Starts the tasks that keep the replica current: a poll every `pollInterval`, and a
+    /// listener of the stream's notifications that wakes the follower at once.
+    func startFollowing() {
+        let interval = Duration.nanoseconds(Int64(options.pollInterval * 1e9))
+        let wake = self.wake
+        tasks.append(Task { [weak self] in
+            while !Task.isCancelled, self != nil {
+                try? await Task.sleep(for: interval)
+                wake.yield()
+            }
+        })
+        tasks.append(Task { [weak self] in
+            guard let wakeups = self?.wakeups else { return }
+            for await _ in wakeups {
+                guard let self, await self.followOnce() else { return }
+            }
+        })
+        tasks.append(Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self, await self.listenOnce() else { return }
+                try? await Task.sleep(for: interval)
+            }
+        })
+    }
+
+    /// Applies what was committed since the last look; false once the replica is closed or failed.
+    private func followOnce() async -> Bool {
+        guard !closed, failure == nil else { return false }
+        do {
+            _ = try await catchUp(through: nil)
+            try await checkSnapshots()
+        } catch {
+            if error.kind != .connection { fail(error) }
+        }
+        return !closed && failure == nil
+    }
+
+    /// Listens to the stream's channel on a connection of its own until it fails; false once
+    /// the replica is closed or failed.
+    private func listenOnce() async -> Bool {
+        guard !closed, failure == nil else { return false }
+        guard options.notifies else { return false }
+        let connection: PostgresConnection
+        do {
+            connection = try await StreamConnection.connect(stream, logger: logger)
+        } catch {
+            return !closed && failure == nil
+        }
+        let wake = self.wake
+        let channel = self.channel
+        listening = connection
+        defer { listening = nil }
+        do {
+            try await connection.listen(on: channel) { notifications in
+                wake.yield()  // anything committed before the listen started
+                for try await notification in notifications {
+                    if let version = UInt64(notification.payload) { self.learned(head: version) }
+                    wake.yield()
+                }
+            }
+        } catch {}
+        try? await connection.close()
+        return !closed && failure == nil
+    }
+
+    /// The listener's connection, closed by ``close()``.
+    private var listening: PostgresConnection?
+
+    /// Notes that the stream has reached `head`.
+    private func learned(head: UInt64) {
+        if head > knownHead { knownHead = head }
+        if knownHead > store.version, behindSince == nil { behindSince = .now }
+    }
+
+    /// How far behind the stream this replica is.
+    var lag: ReplicationLag {
+        let applied = store.version
+        let behind = knownHead > applied ? knownHead - applied : 0
+        let seconds = behind == 0 ? 0 : behindSince.map { ($0.duration(to: .now)).seconds } ?? 0
+        return ReplicationLag(versions: behind, seconds: seconds)
+    }
+
+    // MARK: Reading and applying
+
+    /// Reads and applies the stream's actions after the local version: through `target`, or
+    /// until a read finds no more. Returns the version applied.
+    @discardableResult
+    func catchUp(through target: UInt64?) async throws(ReplicationError) -> UInt64 {
+        try checkOpen()
+        while true {
+            let after = store.version
+            if let target, after >= target { return after }
+            let rows = try await withConnection(.read) { (connection) async throws -> [StreamRow] in
+                var rows: [StreamRow] = []
+                let result = try await connection.query(
+                    schema.tail(stream.stream, after: after, through: target ?? .max, limit: options.readBatch),
+                    logger: logger)
+                for try await (version, identifier, payload, source, writer, seq, snapshot) in result.decode(
+                    (Int64, String, String, String, String, Int64, String?).self)
+                {
+                    rows.append(
+                        StreamRow(
+                            version: UInt64(version), identifier: identifier, payload: payload, source: source,
+                            writer: writer, seq: seq, snapshotHash: snapshot))
+                }
+                return rows
+            }
+            if let last = rows.last { learned(head: last.version) }
+            guard let first = rows.first else {
+                if let target, store.version < target {
+                    throw fail(ReplicationError(
+                        .trimmed, stream: stream.stream, version: store.version + 1,
+                        "the stream has no action at version \(store.version + 1) (trimmed by the retention policy?): open the stream anew to start from its newest snapshot"))
+                }
+                caughtUp()
+                return store.version
+            }
+            if first.version > store.version + 1 {
+                throw fail(ReplicationError(
+                    .trimmed, stream: stream.stream, version: store.version + 1,
+                    "versions \(store.version + 1) to \(first.version - 1) were trimmed by the retention policy before this replica applied them: open the stream anew to start from its newest snapshot"))
+            }
+            try await apply(rows)
+            if target == nil, rows.count < options.readBatch {
+                caughtUp()
+                return store.version
+            }
+        }
+    }
+
+    private func caughtUp() {
+        if store.version >= knownHead { behindSince = nil }
+    }
+
+    /// Applies `rows` in order, skipping those applied already; resolves this process's own
+    /// dispatches among them; compares the state with the snapshots stored at their versions.
+    private func apply(_ rows: [StreamRow]) async throws(ReplicationError) {
+        for row in rows {
+            try checkOpen()
+            let applied = store.version
+            if row.version <= applied { continue }
+            guard row.version == applied + 1 else {
+                throw fail(ReplicationError(
+                    .trimmed, stream: stream.stream, version: applied + 1, "the stream skips from \(applied) to \(row.version)"))
+            }
+            let action = try decode(row)
+            gate.apply(action, to: store, source: Self.site(row.source))
+            if row.writer == writer, let pending = inFlight.removeValue(forKey: row.seq) {
+                pending.continuation.resume(returning: row.version)
+            }
+            // At the versions snapshots are stored at: this process's own hash of the state.
+            let aligned = options.snapshotEvery > 0 && row.version % UInt64(options.snapshotEvery) == 0
+            guard aligned || row.snapshotHash != nil else { continue }
+            let state = try canonicalState(at: row.version)
+            if let stored = row.snapshotHash {
+                if stored != state.hash { throw divergence(at: row.version) }
+            } else if row.writer == writer {
+                // The writer of an aligned version stores its snapshot. The await lets other
+                // rows be applied meanwhile: the state was taken above.
+                try await storeSnapshot(state, at: row.version)
+            } else {
+                // Compared once the snapshot is stored (``checkSnapshots()``).
+                unverified[row.version] = state.hash
+                if unverified.count > 64, let oldest = unverified.keys.min() { unverified[oldest] = nil }
+            }
+        }
+        caughtUp()
+    }
+
+    /// The action a row stands for.
+    private func decode(_ row: StreamRow) throws(ReplicationError) -> any Action {
+        do throws(StoreError) {
+            let length = row.payload.utf8.count
+            let tree = try row.payload.withCString { text in
+                Result { () throws(StoreError) in try JSONCText.parse(text, length: length) }
+            }.get()
+            defer { json_object_put(tree) }
+            return try actions.action(identifier: row.identifier, payload: tree)
+        } catch {
+            throw fail(ReplicationError(
+                .decode, stream: stream.stream, version: row.version,
+                "action \"\(row.identifier)\" does not decode: \(error.message); the replica stops here rather than skip it"))
+        }
+    }
+
+    /// `"Module/File.swift:42"` as a dispatch site.
+    private static func site(_ source: String) -> DispatchSite {
+        guard let colon = source.utf8.lastIndex(of: UInt8(ascii: ":")),
+            let line = UInt(source[source.utf8.index(after: colon)...])
+        else { return .unknown }
+        return DispatchSite(keeping: String(source[..<colon]), line: line)
+    }
+
+    // MARK: Snapshots
+
+    /// The state's canonical JSON text (compact, object keys sorted by code point) and its
+    /// SHA-256 in hex: what snapshots store and compare.
+    private func canonicalState(at version: UInt64) throws(ReplicationError) -> (text: String, hash: String) {
+        let text: String
+        do {
+            text = try JSONValue(encoding: store.currentState()).description
+        } catch {
+            throw fail(ReplicationError(
+                .decode, stream: stream.stream, version: version, "the state does not encode as JSON: \(error.message)"))
+        }
+        let digest = SHA256.hash(data: Array(text.utf8))
+        return (text, digest.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined())
+    }
+
+    /// Stores `state` as the snapshot at `version`, or compares it with the one stored there
+    /// already; then applies the retention policy.
+    private func storeSnapshot(_ state: (text: String, hash: String), at version: UInt64) async throws(ReplicationError) {
+        let stored = try await withConnection(.write) { (connection) async throws -> String? in
+            var stored: String?
+            for try await hash in try await connection.query(
+                schema.storeSnapshot(stream.stream, version: version, state: state.text, hash: state.hash), logger: logger
+            ).decode(String?.self) {
+                stored = hash
+            }
+            for statement in schema.retain(stream.stream, kept: options.snapshotsKept, trimming: options.trimsActions) {
+                try await connection.query(statement, logger: logger)
+            }
+            return stored
+        }
+        lastSnapshot = (version, .now)
+        if let stored, stored != state.hash { throw divergence(at: version) }
+    }
+
+    /// This process's hashes at versions whose snapshot was not stored yet when it applied them.
+    private var unverified: [UInt64: String] = [:]
+
+    /// Compares the hashes kept in ``unverified`` with the snapshots stored since.
+    private func checkSnapshots() async throws(ReplicationError) {
+        guard !unverified.isEmpty else { return }
+        let versions = unverified.keys.map { Int64(bitPattern: $0) }
+        let stored = try await withConnection(.read) { (connection) async throws -> [(Int64, String)] in
+            var stored: [(Int64, String)] = []
+            for try await row in try await connection.query(
+                schema.snapshotHashes(stream.stream, versions: versions), logger: logger
+            ).decode((Int64, String).self) {
+                stored.append(row)
+            }
+            return stored
+        }
+        for (version, hash) in stored {
+            let version = UInt64(version)
+            guard let mine = unverified.removeValue(forKey: version) else { continue }
+            if mine != hash { throw divergence(at: version) }
+        }
+    }
+
+    private func divergence(at version: UInt64) -> ReplicationError {
+        fail(ReplicationError(
+            .divergence, stream: stream.stream, version: version,
+            "this replica's state differs from the snapshot stored at this version by another process: the reducers are not deterministic, or the processes run different reducers"))
+    }
+
+    /// Stores a snapshot of the current state when the newest one is older than the interval.
+    private func snapshotIfDue() async throws(ReplicationError) {
+        guard options.snapshotInterval > 0, store.version > lastSnapshot.version,
+            lastSnapshot.time.duration(to: .now).seconds >= options.snapshotInterval
+        else { return }
+        let version = store.version
+        try await storeSnapshot(try canonicalState(at: version), at: version)
+    }
+
+    // MARK: Dispatching
+
+    /// Sends a dispatch to the stream; returns the version it was committed and applied at.
+    func submit(identifier: String, payload: String, source: String) async throws -> UInt64 {
+        try checkOpen()
+        guard writes else {
+            throw ReplicationError(
+                .readOnly, stream: stream.stream,
+                "this process follows the stream read-only (ReplicatedStore.follow): open it with ReplicatedStore.open to dispatch")
+        }
+        let seq = nextSeq
+        nextSeq += 1
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.append(PendingDispatch(
+                seq: seq, identifier: identifier, payload: payload, source: source, continuation: continuation))
+            if !committing {
+                committing = true
+                Task { await self.commitQueued() }
+            }
+        }
+    }
+
+    /// Commits what is queued, one group per statement, until the queue is empty.
+    private func commitQueued() async {
+        while !queue.isEmpty, failure == nil, !closed {
+            let group = Array(queue.prefix(options.maximumBatch))
+            queue.removeFirst(group.count)
+            for pending in group { inFlight[pending.seq] = pending }
+            do {
+                try await commit(group)
+                try await snapshotIfDue()
+            } catch {
+                // Not acknowledged: what the commit did not apply fails with the reason.
+                for pending in group {
+                    inFlight.removeValue(forKey: pending.seq)?.continuation.resume(throwing: error)
+                }
+            }
+        }
+        committing = false
+        if let failure { failAll(failure) }
+    }
+
+    /// Commits `group` and applies it (with whatever other processes committed before it). A
+    /// connection lost on the way leaves it unknown whether the commit happened: once
+    /// connected again, the replica applies what was committed (resolving those of the group
+    /// that were), then looks under the stream's lock for the rest before writing them again,
+    /// so that none is lost and none is written twice.
+    private func commit(_ group: [PendingDispatch]) async throws(ReplicationError) {
+        let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(options.reconnectTimeout * 1e9)))
+        var uncertain = false
+        var attempt = 0
+        while true {
+            try checkOpen()
+            var used: PostgresConnection?
+            do {
+                if uncertain {
+                    try await catchUp(through: nil)
+                    let left = group.filter { inFlight[$0.seq] != nil }
+                    if left.isEmpty { return }
+                    let connection = try await connection(.write)
+                    used = connection
+                    guard let last = try await appendUnlessWritten(left, on: connection) else { continue }
+                    try await applyOwn(left, last: last)
+                } else {
+                    let connection = try await connection(.write)
+                    used = connection
+                    let last = try await append(group, on: connection)
+                    try await applyOwn(group, last: last)
+                }
+                return
+            } catch where error.kind == .connection && ContinuousClock.now < deadline {
+                if let used { await drop(.write, failed: used) }
+                uncertain = true
+                attempt += 1
+                logger.warning(
+                    "ReduxStorePostgres: \(error.description); trying again",
+                    metadata: ["stream": .string(stream.stream), "attempt": .stringConvertible(attempt)])
+                try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
+            }
+        }
+    }
+
+    /// Appends `group` in one statement; returns the version of its last action.
+    private func append(_ group: [PendingDispatch], on connection: PostgresConnection) async throws(ReplicationError) -> UInt64 {
+        let query = schema.append(
+            stream.stream, identifiers: group.map(\.identifier), payloads: group.map(\.payload),
+            sources: group.map(\.source), writer: writer, firstSeq: group[0].seq,
+            channel: options.notifies ? channel : nil)
+        // The seqs of one group are consecutive: `firstSeq + i` is the i-th's.
+        assert(zip(group, group.dropFirst()).allSatisfy { $0.seq + 1 == $1.seq })
+        do {
+            var last: Int64?
+            let rows = try await connection.query(query, logger: logger)
+            if options.notifies {
+                for try await (version, _) in rows.decode((Int64?, String?).self) { last = version }
+            } else {
+                for try await version in rows.decode(Int64?.self) { last = version }
+            }
+            guard let last else {
+                throw ReplicationError(.server, stream: stream.stream, "the stream's row is missing from \(schema.name).streams")
+            }
+            return UInt64(last)
+        } catch {
+            throw StreamConnection.describe(error, stream)
+        }
+    }
+
+    /// After an uncertain commit: under the stream row's lock (which waits for any append still
+    /// in flight), finds which of `group` were written; appends them if none were. Returns the
+    /// last version written, or nil when they were found written (to be applied by reading).
+    private func appendUnlessWritten(
+        _ group: [PendingDispatch], on connection: PostgresConnection
+    ) async throws(ReplicationError) -> UInt64? {
+        let after = store.version
+        do {
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                try await connection.query(schema.lockStream(stream.stream), logger: logger)
+                var found = false
+                for try await _ in try await connection.query(
+                    schema.written(stream.stream, writer: writer, seqs: group.map(\.seq), after: after), logger: logger
+                ).decode((Int64, Int64).self) {
+                    found = true
+                }
+                if found {
+                    try await connection.query("COMMIT", logger: logger)
+                    return nil
+                }
+                let last = try await append(group, on: connection)
+                try await connection.query("COMMIT", logger: logger)
+                return last
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        } catch {
+            throw StreamConnection.describe(error, stream)
+        }
+    }
+
+    /// Applies `group`, committed as the versions through `last`, after whatever the stream
+    /// holds before it.
+    private func applyOwn(_ group: [PendingDispatch], last: UInt64) async throws(ReplicationError) {
+        learned(head: last)
+        let first = last - UInt64(group.count) + 1
+        if store.version < first - 1 {
+            try await catchUp(through: first - 1)
+        }
+        try await apply(group.enumerated().map { index, pending in
+            StreamRow(
+                version: first + UInt64(index), identifier: pending.identifier, payload: pending.payload,
+                source: pending.source, writer: writer, seq: pending.seq, snapshotHash: nil)
+        })
+    }
+
+    // MARK: Connections
+
+    enum Role { case read, write }
+
+    /// The connection for `role`, connected anew if it was lost.
+    private func connection(_ role: Role) async throws(ReplicationError) -> PostgresConnection {
+        if let live = current(role), !live.isClosed { return live }
+        let made = try await StreamConnection.connect(stream, logger: logger)
+        // Another task of this actor may have connected meanwhile (the await above lets it run).
+        if let live = current(role), !live.isClosed {
+            try? await made.close()
+            return live
+        }
+        let previous = current(role)
+        switch role {
+        case .read: readConnection = made
+        case .write: writeConnection = made
+        }
+        try? await previous?.close()
+        return made
+    }
+
+    private func current(_ role: Role) -> PostgresConnection? {
+        switch role {
+        case .read: readConnection
+        case .write: writeConnection
+        }
+    }
+
+    /// Closes the connection for `role` (lost, or about to be), so that the next use connects
+    /// anew; with `failed`, only if that is still the one in use (another task may have replaced
+    /// it with a live one meanwhile).
+    private func drop(_ role: Role, failed: PostgresConnection? = nil) async {
+        guard let dropped = current(role), failed == nil || dropped === failed else {
+            try? await failed?.close()
+            return
+        }
+        switch role {
+        case .read: readConnection = nil
+        case .write: writeConnection = nil
+        }
+        try? await dropped.close()
+    }
+
+    /// Runs `body` on the connection for `role`; a lost connection is made anew and `body` run
+    /// again (it must only read, or be safe to repeat), until `reconnectTimeout`.
+    private func withConnection<T: Sendable>(
+        _ role: Role, _ body: (PostgresConnection) async throws -> T
+    ) async throws(ReplicationError) -> T {
+        let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(options.reconnectTimeout * 1e9)))
+        var attempt = 0
+        while true {
+            try checkOpen()
+            var used: PostgresConnection?
+            do {
+                let connection = try await connection(role)
+                used = connection
+                return try await body(connection)
+            } catch {
+                let described = StreamConnection.describe(error, stream)
+                guard StreamConnection.isConnectionLoss(error), ContinuousClock.now < deadline else { throw described }
+                if let used { await drop(role, failed: used) }
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
+            }
+        }
+    }
+
+    // MARK: Failure and closing
+
+    private func checkOpen() throws(ReplicationError) {
+        if let failure { throw failure }
+        if closed { throw ReplicationError(.closed, stream: stream.stream, "the replicated store was closed") }
+    }
+
+    /// Stops the replica for good with `error` (logged, thrown by every later call); returns it.
+    @discardableResult
+    private func fail(_ error: ReplicationError) -> ReplicationError {
+        if failure == nil {
+            failure = error
+            logger.error("ReduxStorePostgres: \(error.description)")
+        }
+        return error
+    }
+
+    private func failAll(_ error: ReplicationError) {
+        let waiting = queue.map(\.continuation) + inFlight.values.map(\.continuation)
+        queue.removeAll()
+        inFlight.removeAll()
+        for continuation in waiting { continuation.resume(throwing: error) }
+    }
+
+    /// Waits for the dispatches sent, stops following and closes the connections. Idempotent.
+    func close() async {
+        guard !closed else { return }
+        // What was queued is committed first: a dispatch that returned was applied.
+        while committing, failure == nil { try? await Task.sleep(for: .milliseconds(5)) }
+        closed = true
+        failAll(ReplicationError(.closed, stream: stream.stream, "the replicated store was closed"))
+        for task in tasks { task.cancel() }
+        wake.finish()
+        tasks.removeAll()
+        await drop(.write)
+        await drop(.read)
+        try? await listening?.close()
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,287 @@
+import PostgresNIO
+import Logging
+
+/// The library's tables in the schema a ``PostgresStream`` names, and the statements that read and
+/// write them. Every name in SQL text is quoted here; every value travels as a bound parameter.
+///
+/// Schema version 1 (``migrations``):
+/// - `streams (name text PRIMARY KEY, version bigint, created timestamptz)`: a stream's newest
+///   version. An append updates its row, so writers of one stream take their turn on that row's
+///   lock, for the length of one statement.
+/// - `actions (stream, version, identifier, payload jsonb, time, source, writer, seq)`, keyed by
+///   (stream, version): the append-only history. `writer` and `seq` name the process and
+///   dispatch that wrote a row, so a commit whose answer was lost with its connection is neither
+///   lost nor written twice.
+/// - `snapshots (stream, version, state jsonb, hash, time)`, keyed by (stream, version): `hash`
+///   is the SHA-256, in hex, of the state's canonical JSON text (no spaces, object keys sorted
+///   by code point: ``ReduxStore/JSONValue``'s `description`), which every process computes
+///   for itself at the versions snapshots are stored at and compares.
+/// - `migrations (version, applied)`: which of these steps ran.
+struct StreamSchema: Sendable {
+    /// The newest schema version this library knows how to use.
+    static let version = 1
+
+    let name: String
+    /// `"schema"`, quoted for SQL text.
+    let quoted: String
+
+    init(_ name: String) {
+        self.name = name
+        quoted = "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
+    }
+
+    /// The steps, in order; step `n` brings the schema to version `n`.
+    var migrations: [[String]] {
+        [
+            [
+                """
+                CREATE TABLE IF NOT EXISTS \(quoted).streams (
+                    name text PRIMARY KEY,
+                    version bigint NOT NULL DEFAULT 0,
+                    created timestamptz NOT NULL DEFAULT now())
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS \(quoted).actions (
+                    stream text NOT NULL,
+                    version bigint NOT NULL,
+                    identifier text NOT NULL,
+                    payload jsonb NOT NULL,
+                    time timestamptz NOT NULL DEFAULT now(),
+                    source text,
+                    writer text NOT NULL,
+                    seq bigint NOT NULL,
+                    PRIMARY KEY (stream, version))
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS \(quoted).snapshots (
+                    stream text NOT NULL,
+                    version bigint NOT NULL,
+                    state jsonb NOT NULL,
+                    hash text NOT NULL,
+                    time timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (stream, version))
+                """,
+            ]
+        ]
+    }
+
+    /// Creates the schema and runs the steps it lacks, in one transaction under an advisory lock
+    /// (two processes starting at once take turns). Idempotent.
+    ///
+    /// - Throws: ``ReplicationError/Kind/schema`` when the tables are newer than this library.
+    func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtextextended(\("reduxstore schema " + name), 0))", logger: logger)
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(quoted)"), logger: logger)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: """
+                    CREATE TABLE IF NOT EXISTS \(quoted).migrations (
+                        version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())
+                    """), logger: logger)
+            var current = 0
+            for try await value in try await connection.query(
+                PostgresQuery(unsafeSQL: "SELECT coalesce(max(version), 0) FROM \(quoted).migrations"), logger: logger
+            ).decode(Int32.self) {
+                current = Int(value)
+            }
+            guard current <= Self.version else {
+                throw ReplicationError(
+                    .schema,
+                    "the tables in schema \"\(name)\" are at version \(current), newer than this library's \(Self.version): use a newer ReduxStorePostgres")
+            }
+            for (index, step) in migrations.enumerated() where index + 1 > current {
+                for statement in step {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "INSERT INTO \(quoted).migrations (version) VALUES (\(index + 1))"),
+                    logger: logger)
+            }
+            try await connection.query("COMMIT", logger: logger)
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw error
+        }
+    }
+
+    // MARK: Statements
+
+    /// Makes the stream's row if it is missing.
+    func createStream(_ stream: String) -> PostgresQuery {
+        var bindings = PostgresBindings()
+        bindings.append(stream)
+        return PostgresQuery(
+            unsafeSQL: "INSERT INTO \(quoted).streams (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+            binds: bindings)
+    }
+
+    /// The stream's newest committed version.
+    func head(_ stream: String) -> PostgresQuery {
+        var bindings = PostgresBindings()
+        bindings.append(stream)
+        return PostgresQuery(unsafeSQL: "SELECT version FROM \(quoted).streams WHERE name = $1", binds: bindings)
+    }
+
+    /// Appends actions in one statement, under the stream row's lock: the row's version grows by
+    /// their count, and they take the versions below it, in order. Answers the last version
+    /// (`NULL` if the stream's row is gone). With `channel`, it also notifies it.
+    func append(
+        _ stream: String, identifiers: [String], payloads: [String], sources: [String],
+        writer: String, firstSeq: Int64, channel: String?
+    ) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(stream)
+        bindings.append(Int64(identifiers.count))
+        bindings.append(identifiers)
+        bindings.append(payloads)
+        bindings.append(sources)
+        bindings.append(writer)
+        bindings.append(firstSeq)
+        let notify: String
+        if let channel {
+            bindings.append(channel)
+            notify = ", pg_notify($8, max(version)::text)"
+        } else {
+            notify = ""
+        }
+        return PostgresQuery(
+            unsafeSQL: """
+                WITH head AS (
+                    UPDATE \(quoted).streams SET version = version + $2 WHERE name = $1 RETURNING version),
+                written AS (
+                    INSERT INTO \(quoted).actions (stream, version, identifier, payload, source, writer, seq)
+                    SELECT $1, head.version - $2 + a.ord, a.identifier, a.payload::jsonb, nullif(a.source, ''),
+                           $6, $7 + a.ord - 1
+                    FROM head, unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS a(identifier, payload, source, ord)
+                    RETURNING version)
+                SELECT max(version)\(notify) FROM written
+                """,
+            binds: bindings)
+    }
+
+    /// The actions after `after` through `through`, at most `limit`, in order, each with the
+    /// hash of the snapshot stored at its version (`NULL`: none is).
+    func tail(_ stream: String, after: UInt64, through: UInt64, limit: Int) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(stream)
+        bindings.append(Int64(bitPattern: after))
+        bindings.append(Int64(bitPattern: min(through, UInt64(Int64.max))))
+        bindings.append(Int64(limit))
+        return PostgresQuery(
+            unsafeSQL: """
+                SELECT a.version, a.identifier, a.payload::text, coalesce(a.source, ''), a.writer, a.seq, s.hash
+                FROM \(quoted).actions a
+                LEFT JOIN \(quoted).snapshots s ON s.stream = a.stream AND s.version = a.version
+                WHERE a.stream = $1 AND a.version > $2 AND a.version <= $3
+                ORDER BY a.version LIMIT $4
+                """,
+            binds: bindings)
+    }
+
+    /// The versions this writer's dispatches `seqs` were committed at, among those after `after`.
+    func written(_ stream: String, writer: String, seqs: [Int64], after: UInt64) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(stream)
+        bindings.append(Int64(bitPattern: after))
+        bindings.append(writer)
+        bindings.append(seqs)
+        return PostgresQuery(
+            unsafeSQL: """
+                SELECT version, seq FROM \(quoted).actions
+                WHERE stream = $1 AND version > $2 AND writer = $3 AND seq = ANY($4::bigint[])
+                """,
+            binds: bindings)
+    }
+
+    /// Takes the stream row's lock for the transaction (waiting for any append in flight).
+    func lockStream(_ stream: String) -> PostgresQuery {
+        var bindings = PostgresBindings()
+        bindings.append(stream)
+        return PostgresQuery(
+            unsafeSQL: "SELECT version FROM \(quoted).streams WHERE name = $1 FOR UPDATE", binds: bindings)
+    }
+
+    /// The newest snapshot: its version and state as JSON text.
+    func newestSnapshot(_ stream: String) -> PostgresQuery {
+        var bindings = PostgresBindings()
+        bindings.append(stream)
+        return PostgresQuery(
+            unsafeSQL: """
+                SELECT version, state::text FROM \(quoted).snapshots WHERE stream = $1 ORDER BY version DESC LIMIT 1
+                """,
+            binds: bindings)
+    }
+
+    /// Stores a snapshot unless one is stored at that version already; either way answers the
+    /// hash of the one stored.
+    func storeSnapshot(_ stream: String, version: UInt64, state: String, hash: String) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(stream)
+        bindings.append(Int64(bitPattern: version))
+        bindings.append(state)
+        bindings.append(hash)
+        return PostgresQuery(
+            unsafeSQL: """
+                WITH stored AS (
+                    INSERT INTO \(quoted).snapshots (stream, version, state, hash) VALUES ($1, $2, $3::jsonb, $4)
+                    ON CONFLICT (stream, version) DO NOTHING RETURNING hash)
+                SELECT coalesce((SELECT hash FROM stored),
+                                (SELECT hash FROM \(quoted).snapshots WHERE stream = $1 AND version = $2))
+                """,
+            binds: bindings)
+    }
+
+    /// The hashes of the snapshots stored at `versions` (those that are).
+    func snapshotHashes(_ stream: String, versions: [Int64]) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(stream)
+        bindings.append(versions)
+        return PostgresQuery(
+            unsafeSQL: "SELECT version, hash FROM \(quoted).snapshots WHERE stream = $1 AND version = ANY($2::bigint[])",
+            binds: bindings)
+    }
+
+    /// Deletes snapshots older than the newest `kept`, and with `trimming`, the actions at and
+    /// below the oldest snapshot kept (never newer ones).
+    func retain(_ stream: String, kept: Int, trimming: Bool) -> [PostgresQuery] {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(stream)
+        bindings.append(Int64(kept))
+        var queries = [
+            PostgresQuery(
+                unsafeSQL: """
+                    DELETE FROM \(quoted).snapshots WHERE stream = $1 AND version < (
+                        SELECT min(version) FROM (
+                            SELECT version FROM \(quoted).snapshots WHERE stream = $1
+                            ORDER BY version DESC LIMIT $2) AS newest)
+                    """,
+                binds: bindings)
+        ]
+        if trimming {
+            var trim = PostgresBindings()
+            trim.append(stream)
+            queries.append(
+                PostgresQuery(
+                    unsafeSQL: """
+                        DELETE FROM \(quoted).actions WHERE stream = $1 AND version <= (
+                            SELECT min(version) FROM \(quoted).snapshots WHERE stream = $1)
+                        """,
+                    binds: trim))
+        }
+        return queries
+    }
+
+    /// The channel a stream's commits notify: an identifier made of the schema's and stream's
+    /// names (a hash, so that any name fits PostgreSQL's 63 bytes).
+    func channel(_ stream: String) -> String {
+        // FNV-1a, 64 bits: stable across processes and languages.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (name + "\u{0}" + stream).utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "reduxstore_" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

@@ -1,0 +1,65 @@
+import ReduxStorePostgres
+import Testing
+
+@Suite("Connection strings")
+struct PostgresStreamTests {
+    @Test("a URL: user, password, host, port, database, parameters, percent-encoding")
+    func url() throws {
+        let stream = try PostgresStream(
+            connection: "postgresql://app%40corp:p%3Ass@db.example:6543/orders?sslmode=require&application_name=x",
+            stream: "orders")
+        #expect(stream.user == "app@corp")
+        #expect(stream.host == "db.example")
+        #expect(stream.port == 6543)
+        #expect(stream.database == "orders")
+        #expect(stream.tls == .require)
+        #expect(stream.schema == "reduxstore")
+        #expect(!stream.description.contains("p:ss"))
+        #expect(stream.description.contains("app@corp@db.example:6543/orders"))
+
+        let v6 = try PostgresStream(connection: "postgres://u@[::1]:5433/d", stream: "s")
+        #expect(v6.host == "::1")
+        #expect(v6.port == 5433)
+        let socket = try PostgresStream(connection: "postgres://u@/d?host=/run/pg&port=5999", stream: "s")
+        #expect(socket.host == "/run/pg")
+        #expect(socket.port == 5999)
+    }
+
+    @Test("key=value strings, quoted values")
+    func keywords() throws {
+        let stream = try PostgresStream(
+            connection: "host=127.0.0.1 port=5433 user=me password='a b\\'c' dbname=app sslmode=disable",
+            stream: "s", schema: "my schema")
+        #expect(stream.host == "127.0.0.1")
+        #expect(stream.port == 5433)
+        #expect(stream.user == "me")
+        #expect(stream.database == "app")
+        #expect(stream.tls == .disable)
+        #expect(stream.schema == "my schema")
+    }
+
+    @Test("what it cannot read is an error naming it, never quoting the password")
+    func errors() {
+        let cases: [(String, String)] = [
+            ("postgres://u:secret%zz@h/d", "password"),
+            ("postgres://u:secret@h:notaport/d", "port"),
+            ("postgres://u:secret@h/d?sslmode=sometimes", "sslmode"),
+            ("postgres://u:secret@h/d?colour=blue", "colour"),
+            ("host=h password='secret", "closing quote"),
+            ("host", "=value"),
+            ("host=h flavour=x", "flavour"),
+        ]
+        for (text, word) in cases {
+            do {
+                _ = try PostgresStream(connection: text, stream: "s")
+                Issue.record("accepted: \(text)")
+            } catch {
+                #expect(error.kind == .invalidArgument)
+                #expect(error.description.contains(word), "\(error)")
+                #expect(!error.description.contains("secret"), "\(error)")
+            }
+        }
+        #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "") }
+        #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "s", schema: "") }
+    }
+}

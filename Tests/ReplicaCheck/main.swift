@@ -1,0 +1,102 @@
+// A process of the replication tests (Tests/ReduxStorePostgresTests): it writes to or follows a
+// stream and prints what it saw, so that the tests can race several of them, kill one, and
+// compare every process's state with a replay of the stream.
+//
+//   reduxstore-replica-check write URL STREAM NAME COUNT INFLIGHT [TOTAL]
+//       dispatch COUNT actions, INFLIGHT at a time, printing each acknowledged tag as it returns;
+//       then wait until the stream holds TOTAL actions (by default COUNT)
+//   reduxstore-replica-check follow URL STREAM VERSION              follow until VERSION
+//   reduxstore-replica-check misuse URL STREAM                      dispatch to the replica's store
+//
+// Each prints, last, `state {json}` with the state it ended with.
+import Foundation
+import ReduxStore
+import ReduxStorePostgres
+
+/// The shared shape: order-sensitive (the digest), so equal states mean the same order.
+struct Tally: Codable, Equatable, Sendable {
+    var count = 0
+    var total = 0
+    var digest: UInt64 = 14_695_981_039_346_656_037
+}
+
+struct Add: Action, Codable {
+    var by: Int
+    var tag: String
+    var identifier: String { "add" }
+}
+
+let reducer: Reducer<Tally> = { state, action in
+    guard let add = action as? Add else { return }
+    state.count += 1
+    state.total += add.by
+    for byte in add.tag.utf8 { state.digest = (state.digest ^ UInt64(byte)) &* 1_099_511_628_211 }
+}
+
+var actions = ActionTypes()
+actions.register(Add.self, for: "add")
+
+func printLine(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+func stateLine(_ state: Tally) -> String {
+    let data = try! JSONEncoder().encode(state)
+    return "state " + String(decoding: data, as: UTF8.self)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 4 else {
+    FileHandle.standardError.write(Data("usage: see Tests/ReplicaCheck/main.swift\n".utf8))
+    exit(2)
+}
+let stream = try PostgresStream(connection: arguments[2], stream: arguments[3])
+var options = ReplicationOptions()
+options.snapshotEvery = 500
+
+switch arguments[1] {
+case "write":
+    let name = arguments[4]
+    let count = Int(arguments[5])!
+    let inFlight = Int(arguments[6])!
+    let replica = try await ReplicatedStore.open(
+        stream, reducers: [reducer], initialState: Tally(), actions: actions, options: options)
+    printLine("open \(replica.store.version)")
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for lane in 0..<inFlight {
+            group.addTask {
+                var index = lane
+                while index < count {
+                    let tag = "\(name)-\(index)"
+                    let version = try await replica.dispatch(Add(by: 1, tag: tag))
+                    printLine("ack \(tag) \(version)")
+                    index += inFlight
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let total = arguments.count > 7 ? UInt64(arguments[7])! : UInt64(count)
+    while try await replica.catchUp() < total {
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    printLine(stateLine(replica.store.currentState()))
+    await replica.close()
+case "follow":
+    let target = UInt64(arguments[4])!
+    let replica = try await ReplicatedStore.follow(
+        stream, reducers: [reducer], initialState: Tally(), actions: actions, options: options)
+    while replica.store.version < target {
+        if let failure = await replica.failure { throw failure }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    printLine(stateLine(replica.store.currentState()))
+    await replica.close()
+case "misuse":
+    let replica = try await ReplicatedStore.open(
+        stream, reducers: [reducer], initialState: Tally(), actions: actions, options: options)
+    replica.store.dispatchAction(Add(by: 1, tag: "local"))
+    printLine("dispatched locally")
+default:
+    exit(2)
+}
