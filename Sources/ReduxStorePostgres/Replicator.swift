@@ -222,12 +222,12 @@ actor Replicator<State: Codable & Sendable> {
             if let target, after >= target { return after }
             let rows = try await withConnection(.read) { (connection) async throws -> [StreamRow] in
                 var rows: [StreamRow] = []
-                let result = try await connection.query(
+                for row in try await connection.rows(
                     schema.tail(stream.stream, after: after, through: target ?? .max, limit: options.readBatch),
                     logger: logger)
-                for try await (version, identifier, payload, source, writer, seq, snapshot) in result.decode(
-                    (Int64, String, String, String, String, Int64, String?).self)
                 {
+                    let (version, identifier, payload, source, writer, seq, snapshot) = try row.decode(
+                        (Int64, String, String, String, String, Int64, String?).self)
                     rows.append(
                         StreamRow(
                             version: UInt64(version), identifier: identifier, payload: payload, source: source,
@@ -342,13 +342,13 @@ actor Replicator<State: Codable & Sendable> {
     private func storeSnapshot(_ state: (text: String, hash: String), at version: UInt64) async throws(ReplicationError) {
         let stored = try await withConnection(.write) { (connection) async throws -> String? in
             var stored: String?
-            for try await hash in try await connection.query(
-                schema.storeSnapshot(stream.stream, version: version, state: state.text, hash: state.hash), logger: logger
-            ).decode(String?.self) {
-                stored = hash
+            for row in try await connection.rows(
+                schema.storeSnapshot(stream.stream, version: version, state: state.text, hash: state.hash), logger: logger)
+            {
+                stored = try row.decode(String?.self)
             }
             for statement in schema.retain(stream.stream, kept: options.snapshotsKept, trimming: options.trimsActions) {
-                try await connection.query(statement, logger: logger)
+                _ = try await connection.rows(statement, logger: logger)
             }
             return stored
         }
@@ -365,10 +365,8 @@ actor Replicator<State: Codable & Sendable> {
         let versions = unverified.keys.map { Int64(bitPattern: $0) }
         let stored = try await withConnection(.read) { (connection) async throws -> [(Int64, String)] in
             var stored: [(Int64, String)] = []
-            for try await row in try await connection.query(
-                schema.snapshotHashes(stream.stream, versions: versions), logger: logger
-            ).decode((Int64, String).self) {
-                stored.append(row)
+            for row in try await connection.rows(schema.snapshotHashes(stream.stream, versions: versions), logger: logger) {
+                stored.append(try row.decode((Int64, String).self))
             }
             return stored
         }
@@ -486,11 +484,12 @@ actor Replicator<State: Codable & Sendable> {
         assert(zip(group, group.dropFirst()).allSatisfy { $0.seq + 1 == $1.seq })
         do {
             var last: Int64?
-            let rows = try await connection.query(query, logger: logger)
-            if options.notifies {
-                for try await (version, _) in rows.decode((Int64?, String?).self) { last = version }
-            } else {
-                for try await version in rows.decode(Int64?.self) { last = version }
+            for row in try await connection.rows(query, logger: logger) {
+                if options.notifies {
+                    last = try row.decode((Int64?, String?).self).0
+                } else {
+                    last = try row.decode(Int64?.self)
+                }
             }
             guard let last else {
                 throw ReplicationError(.server, stream: stream.stream, "the stream's row is missing from \(schema.name).streams")
@@ -509,24 +508,21 @@ actor Replicator<State: Codable & Sendable> {
     ) async throws(ReplicationError) -> UInt64? {
         let after = store.version
         do {
-            try await connection.query("BEGIN", logger: logger)
+            _ = try await connection.rows("BEGIN", logger: logger)
             do {
-                try await connection.query(schema.lockStream(stream.stream), logger: logger)
-                var found = false
-                for try await _ in try await connection.query(
-                    schema.written(stream.stream, writer: writer, seqs: group.map(\.seq), after: after), logger: logger
-                ).decode((Int64, Int64).self) {
-                    found = true
-                }
+                _ = try await connection.rows(schema.lockStream(stream.stream), logger: logger)
+                let written = try await connection.rows(
+                    schema.written(stream.stream, writer: writer, seqs: group.map(\.seq), after: after), logger: logger)
+                let found = !written.isEmpty
                 if found {
-                    try await connection.query("COMMIT", logger: logger)
+                    _ = try await connection.rows("COMMIT", logger: logger)
                     return nil
                 }
                 let last = try await append(group, on: connection)
-                try await connection.query("COMMIT", logger: logger)
+                _ = try await connection.rows("COMMIT", logger: logger)
                 return last
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.rows("ROLLBACK", logger: logger)
                 throw error
             }
         } catch {
@@ -661,5 +657,49 @@ extension Duration {
     var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension PostgresConnection {
+    /// Runs `query` and collects its rows, within ``StreamConnection/queryTimeout``: a query
+    /// sent just as the server ended the session can be left unanswered by postgres-nio (its
+    /// promise is never completed), so the wait is bounded, and a query past the bound is a
+    /// lost connection (the caller closes it and connects anew).
+    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        let answer = Answer<[PostgresRow]>()
+        return try await withCheckedThrowingContinuation { continuation in
+            answer.wait(continuation)
+            let timer = Task {
+                guard (try? await Task.sleep(for: StreamConnection.queryTimeout)) != nil else { return }
+                answer.give(.failure(ReplicationError(
+                    .connection, "PostgreSQL did not answer within \(StreamConnection.queryTimeout)")))
+            }
+            Task {
+                do {
+                    answer.give(.success(try await self.query(query, logger: logger).collect()))
+                } catch {
+                    answer.give(.failure(error))
+                }
+                timer.cancel()
+            }
+        }
+    }
+}
+
+/// The first of several results, handed to one waiting continuation.
+final class Answer<Value: Sendable>: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Value, any Error>?, given: Bool)>((nil, false))
+
+    func wait(_ continuation: CheckedContinuation<Value, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func give(_ result: Result<Value, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+            guard !state.given else { return nil }
+            state.given = true
+            return state.continuation
+        }
+        continuation?.resume(with: result)
     }
 }

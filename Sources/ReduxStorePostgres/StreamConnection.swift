@@ -47,6 +47,9 @@ enum StreamConnection {
         return made
     }
 
+    /// How long one statement may take before its connection counts as lost.
+    static let queryTimeout = Duration.seconds(10)
+
     /// How long connecting (TCP, TLS, authentication) may take.
     static let connectTimeout = Duration.seconds(15)
 
