@@ -23,13 +23,13 @@ public import ReduxStore
 /// ``ReplicationOptions/maximumBatch`` actions: while one commit is in flight, the next ones
 /// gather.
 ///
-/// **The local store.** ``store`` is an ordinary ``Store``: read it, observe it, journal it,
+/// **The local store.** ``store`` is an ordinary `Store`: read it, observe it, journal it,
 /// follow its change feed; replicated actions reach observers, key-path observers, the change
 /// feed and the journal exactly as local ones, with their source (`File.swift:42`) as the writer
-/// recorded it. Its ``Store/version`` is the stream's version it applied. Its state changes only
+/// recorded it. Its `Store.version` is the stream's version it applied. Its state changes only
 /// through the stream: `store.dispatchAction` (or a dispatch from one of its reducers or
 /// observers) traps with a message saying so, since it would give the replica a version the
-/// stream does not have; ``Store/restore(version:)`` throws.
+/// stream does not have; `Store.restore(version:)` throws.
 ///
 /// **Faults.** A lost connection (a server restart, a killed session) is made anew and the
 /// commit tried again for up to ``ReplicationOptions/reconnectTimeout`` seconds; an action whose
@@ -60,10 +60,12 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     /// after it, and keeps applying what other processes commit.
     ///
     /// - Parameters:
+    ///   - stream: the server, the stream's name and the schema of the library's tables.
     ///   - reducers: the same in every process of the stream, deterministic.
     ///   - initialState: the state at version 0, for a stream with no snapshot.
     ///   - actions: the typed actions stored payloads decode into; other identifiers reach the
-    ///     reducers as ``JSONAction``s.
+    ///     reducers as `JSONAction`s.
+    ///   - options: snapshots, retention, polling, group size (``ReplicationOptions``).
     /// - Throws: ``ReplicationError``: the server cannot be reached, refuses the user, or its
     ///   tables are newer than this library; the stored snapshot or an action after it does not
     ///   decode (naming the version).
@@ -141,8 +143,8 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     /// Commits `action` to the stream and applies it (with everything committed before it) to
     /// the local store; returns its version. Concurrent calls of one process share a commit.
     ///
-    /// The payload stored is the action's encoded properties (a ``JSONAction``'s payload);
-    /// every process decodes it with its ``ActionTypes`` — this one too, so every process
+    /// The payload stored is the action's encoded properties (a `JSONAction`'s payload);
+    /// every process decodes it with its `ActionTypes` — this one too, so every process
     /// applies the same value. `file` and `line` are recorded as the action's source.
     ///
     /// - Throws: ``ReplicationError``: ``ReplicationError/Kind/invalidArgument`` when the action

@@ -14,7 +14,7 @@ import Logging
 ///   lost nor written twice.
 /// - `snapshots (stream, version, state jsonb, hash, time)`, keyed by (stream, version): `hash`
 ///   is the SHA-256, in hex, of the state's canonical JSON text (no spaces, object keys sorted
-///   by code point: ``ReduxStore/JSONValue``'s `description`), which every process computes
+///   by code point: `ReduxStore.JSONValue`'s `description`), which every process computes
 ///   for itself at the versions snapshots are stored at and compares.
 /// - `migrations (version, applied)`: which of these steps ran.
 struct StreamSchema: Sendable {
