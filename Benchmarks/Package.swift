@@ -53,6 +53,7 @@ let package = Package(
             dependencies: [
                 .product(name: "ReduxStore", package: library),
                 .product(name: "reduxstore", package: library),
+                .product(name: "ReduxStoreInspector", package: library),
             ],
             path: "Tools/ProfileDriver"
         ),

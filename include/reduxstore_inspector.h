@@ -63,8 +63,11 @@ typedef struct rdx_inspector_options {
  * Starts serving `store`'s inspector and returns once it listens, or NULL on failure with
  * `status` (may be NULL) set and rdx_last_error() saying why: RDX_EINVAL for a NULL store or an
  * option out of range (a port past 65535, an empty host), RDX_EIO when the address cannot be
- * bound. The inspector holds a reference to the store until it stops, and makes the store keep
- * its last 100 versions (rdx_store_keep_history()) for the page's states, diffs and restore.
+ * bound. The inspector holds a reference to the store until it stops. With `allows_restore` it
+ * makes the store keep its last 100 versions (rdx_store_keep_history()) to restore; otherwise the
+ * store's history is left as it is (a history costs each dispatch a snapshot): a page then sees
+ * the newest state and the patches of what is applied while it is open, and with a history
+ * (rdx_store_keep_history() before or after starting) the kept versions' states and patches too.
  */
 RDX_API rdx_inspector *rdx_inspector_start(rdx_store *store, const rdx_inspector_options *options,
                                            rdx_status *status);

@@ -78,6 +78,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "rdx_store_start_journal: %s\n", rdx_last_error());
         return 1;
     }
+    /* The states of the last 1,000 versions, so a page opened after the actions shows their
+       patches and states too (a page sees the patches of what is applied while it is open
+       without it). */
+    rdx_store_keep_history(store, 1000);
     inspector = rdx_inspector_start(store, &options, &status);
     if (inspector == NULL) {
         fprintf(stderr, "rdx_inspector_start: %s: %s\n", rdx_status_string(status), rdx_last_error());

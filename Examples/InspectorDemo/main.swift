@@ -4,7 +4,7 @@
 //   swift run reduxstore-inspector-demo [--actions N] [--allow-restore] [--allow-dispatch]
 //
 // Applies N actions (1,000 by default: a todo added, and every third action one toggled), prints
-// the inspector's address on one line, and serves until its standard input ends.
+// the inspector's address on one line (it keeps the last 1,000 versions' states), and serves until its standard input ends.
 import Foundation
 import ReduxStore
 import ReduxStoreInspector
@@ -34,6 +34,9 @@ options.actions.register(AddTodo.self, for: "todo.add")
 options.actions.register(ToggleTodo.self, for: "todo.toggle")
 
 let store = Store(reducers: [reducer], state: TodoList())
+// The states of the last 1,000 versions, so a page opened after the actions shows their patches
+// and states too (a page sees the patches of what is applied while it is open without it).
+store.keepHistory(1_000)
 let inspector = try await StoreInspector(store, options: options)
 for index in 0..<actions {
     if index % 3 == 2 {

@@ -244,6 +244,9 @@ extension Store {
         if let recorder = core.pointee.recorder {
             recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
         }
+        if core.pointee.actionLog.isOn {
+            logLocked(action, at: core.pointee.version, batch: batch, source: source)
+        }
         return core.pointee.version
     }
 
@@ -286,6 +289,9 @@ extension Store {
         let action = RestoreAction(from: restoredFrom)
         if let recorder = core.pointee.recorder {
             recordLocked(action, at: version, batch: nil, source: .unknown, in: recorder)
+        }
+        if core.pointee.actionLog.isOn {
+            logLocked(action, at: version, batch: nil, source: .unknown)
         }
         publishedVersion.store(version, ordering: .releasing)
         let first = roundLocked(for: action, at: version)

@@ -20,6 +20,7 @@ extension Store {
                      "ReduxStore: the published version is not the store's version")
         precondition(applyingThread.load(ordering: .relaxed) != currentThreadID(),
                      "ReduxStore: this thread still counts as applying an action")
+        core.pointee.actionLog._checkInvariants(newest: core.pointee.version)
         #endif
     }
 }

@@ -172,6 +172,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         finishAutosaveAtDeinit()
         stopJournalAtDeinit()
         endChangeListenersAtDeinit()
+        core.unsafe.valuePointer.pointee.actionLog.deallocate()
         // The observer list goes with the core: each observer is released once no delivery
         // holds it (its release handler runs, so an async sequence of notifications ends).
         state.deinitialize(count: 1)
@@ -210,6 +211,9 @@ struct StoreCore {
     /// What each applied action is also recorded in (``Store/startJournal(at:options:)``,
     /// ``Store/keepHistory(_:)``); `nil` for most stores, so a dispatch tests one field.
     var recorder: Recorder?
+    /// The records of the last actions for a reader that reads them when it likes (the live
+    /// inspector: ``Store/keepActionLog(_:)``); off for most stores, so a dispatch tests one field.
+    var actionLog = ActionLog()
 
     init(version: UInt64, encoder: SnapshotEncoder) {
         self.version = version

@@ -30,13 +30,29 @@ final class InspectedStore: Sendable {
         let shared = SharedBox(Shared(backlog: Ring(capacity: max(options.keptActions, access.recorded.count))))
         for change in access.recorded { shared.withLock { $0.backlog.append(change) } }
         self.shared = shared
-        backlogListener = InspectorListener(includingPatches: false) { change in
-            shared.withLock { $0.backlog.append(change) }
+        keepsLog = access.keepsLog
+        if keepsLog {
+            // With keptActions 0 the log is kept only while a page is connected.
+            if options.keptActions > 0 { access.keepLog(options.keptActions) }
+            backlogListener = nil
+        } else {
+            let backlogListener = InspectorListener(includingPatches: false) { change in
+                shared.withLock { $0.backlog.append(change) }
+            }
+            self.backlogListener = backlogListener
+            access.add(backlogListener)
         }
-        access.add(backlogListener)
     }
 
-    private let backlogListener: InspectorListener
+    /// Whether the store keeps the log itself (a Swift store's action log, read by each page's
+    /// sender, ``readLog(after:limit:wake:)``); otherwise the inspector listens to the store,
+    /// keeps the backlog, and fans each change out to the pages with its patch.
+    let keepsLog: Bool
+    private let backlogListener: InspectorListener?
+    /// The pages connected to a store that keeps the log, counted apart from ``shared`` (whose
+    /// lock a C store's listener takes under the store's lock): the log is turned on and off
+    /// under it, with ``InspectorOptions/keptActions`` 0, as the first page comes and the last goes.
+    private let logPages = Mutex(0)
 
     /// Stops listening to the store and lets it go. Idempotent.
     func detach() {
@@ -48,7 +64,8 @@ final class InspectedStore: Sendable {
             return (!shared.detached, shared.fanOut)
         }
         guard first else { return }
-        access.remove(backlogListener)
+        if let backlogListener { access.remove(backlogListener) }
+        if keepsLog { logPages.withLock { _ in access.keepLog(0) } }
         if let fanOut { access.remove(fanOut) }
         access.detached()
     }
@@ -59,8 +76,27 @@ final class InspectedStore: Sendable {
     /// no action is applied where the store allows it (so the page's first change follows it;
     /// otherwise a change applied meanwhile reaches the page as a gap). `nil` when
     /// ``InspectorOptions/maximumClients`` pages are connected.
-    func connect(_ queue: ClientQueue) -> (backlog: [LoggedChange], version: UInt64)? {
-        access.whileNoActionIsApplied { add -> (backlog: [LoggedChange], version: UInt64)? in
+    func connect(_ queue: ClientQueue) -> (backlog: [LoggedChange], version: UInt64, state: Result<JSONValue, StoreError>?)? {
+        if keepsLog {
+            let added = shared.withLock { shared -> Bool in
+                guard shared.clients.count < options.maximumClients else { return false }
+                shared.clients[ObjectIdentifier(queue)] = queue
+                return true
+            }
+            guard added else { return nil }
+            logPages.withLock { pages in
+                pages += 1
+                if pages == 1, options.keptActions == 0 { access.keepLog(max(options.clientBuffer, 64)) }
+            }
+            // The state now, then the log up to its version (every version up to it is logged by
+            // then); what follows reaches the page through its sender, patched from this state.
+            let state: Result<(version: UInt64, value: JSONValue), StoreError>
+            do throws(StoreError) { state = .success(try access.state(at: nil)) } catch { state = .failure(error) }
+            let read = access.readLog(after: 0, limit: options.keptActions, wake: nil)
+            let version = (try? state.get().version) ?? read?.version ?? access.version
+            return (read?.changes.filter { $0.version <= version } ?? [], version, state.map(\.value))
+        }
+        return access.whileNoActionIsApplied { add -> (backlog: [LoggedChange], version: UInt64, state: Result<JSONValue, StoreError>?)? in
             let result = shared.withLock { shared -> (backlog: [LoggedChange], needsFanOut: Bool)? in
                 guard shared.clients.count < options.maximumClients else { return nil }
                 shared.clients[ObjectIdentifier(queue)] = queue
@@ -74,7 +110,7 @@ final class InspectedStore: Sendable {
                 shared.withLock { $0.fanOut = fanOut }
                 add(fanOut)
             }
-            return (result.backlog, result.backlog.last?.version ?? access.version)
+            return (result.backlog, result.backlog.last?.version ?? access.version, nil)
         }
     }
 
@@ -87,9 +123,21 @@ final class InspectedStore: Sendable {
             return fanOut
         }
         if let fanOut { access.remove(fanOut) }
+        if keepsLog {
+            logPages.withLock { pages in
+                pages -= 1
+                if pages == 0, options.keptActions == 0, !shared.withLock({ $0.detached }) { access.keepLog(0) }
+            }
+        }
     }
 
     var clientCount: Int { shared.withLock { $0.clients.count } }
+
+    /// The store's log after `version` (``keepsLog``): at most `limit` changes, the newest, with
+    /// the state at the newest version; or, when there is none, `wake` is left for the next.
+    func readLog(after version: UInt64, limit: Int, wake: @escaping @Sendable () -> Void) -> LogRead? {
+        access.readLog(after: version, limit: limit, wake: wake)
+    }
 
     // MARK: The store
 
@@ -223,9 +271,32 @@ package protocol StoreAccess: Sendable {
     func dispatch(identifier: String, payload: JSONValue?) throws(StoreError) -> UInt64
     /// The inspector has stopped: release what it held of the store.
     func detached()
+    /// Whether the store keeps a log of its own (``keepLog(_:)``, ``readLog(after:limit:wake:)``);
+    /// otherwise the inspector listens and keeps the log.
+    var keepsLog: Bool { get }
+    /// Keeps the store's own log of the last `capacity` changes; 0 stops it.
+    func keepLog(_ capacity: Int)
+    /// The log's changes after `version`, at most the newest `limit`, with the state at the
+    /// newest version when there are any; when there is none, `wake` is called at the next.
+    func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead?
+}
+
+/// What a page's sender reads of a store's log at one instant.
+package struct LogRead: Sendable {
+    package var changes: [LoggedChange]
+    /// Versions after the one asked for that are not in ``changes`` (older than the log keeps,
+    /// or past the limit).
+    package var dropped: UInt64
+    /// The store's version when read.
+    package var version: UInt64
+    /// The state at ``version``, when there are changes.
+    package var state: Result<JSONValue, StoreError>?
 }
 
 extension StoreAccess {
+    package var keepsLog: Bool { false }
+    package func keepLog(_ capacity: Int) {}
+    package func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? { nil }
     package var recorded: [LoggedChange] { [] }
     package func detached() {}
     package var dispatchableIdentifiers: [String]? { [] }
@@ -250,6 +321,17 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     var dispatchableIdentifiers: [String]? { actions.identifiers }
 
     func add(_ listener: InspectorListener) { store.addChangeListener(attach(listener)) }
+
+    var keepsLog: Bool { true }
+    func keepLog(_ capacity: Int) { store.keepActionLog(capacity) }
+
+    func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? {
+        guard let read = store.readActionLog(after: version, limit: limit, includingState: true, wake: wake)
+        else { return nil }
+        return LogRead(
+            changes: read.records.map { .record($0) }, dropped: read.dropped, version: read.version,
+            state: read.state)
+    }
 
     private func attach(_ listener: InspectorListener) -> ChangeListener {
         let receive = listener.receive

@@ -1,5 +1,6 @@
 import HummingbirdWebSocket
 import ReduxStore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +17,63 @@ final class ClientQueue: Sendable {
     }
 
     func put(_ change: LoggedChange) { continuation.yield(change) }
-    func finish() { continuation.finish() }
+    func finish() {
+        continuation.finish()
+        doorbell.close()
+    }
+
+    /// Rung by the store's log when a change follows a read that found none (a Swift store).
+    let doorbell = Doorbell()
+}
+
+/// A wake-up without polling: ``ring()`` (from under a store's lock: it only signals) ends one
+/// ``wait()``, or the next one if none is waiting; ``close()`` ends every wait from then on.
+final class Doorbell: Sendable {
+    private struct State {
+        var rung = false
+        var closed = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    func ring() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.waiter = nil }
+            if state.waiter == nil { state.rung = true }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    func close() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            defer { state.waiter = nil }
+            state.closed = true
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Returns once rung (since the last wait) or closed, or at cancellation.
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.rung || state.closed || Task.isCancelled {
+                        state.rung = false
+                        return true
+                    }
+                    state.waiter = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            close()
+        }
+    }
 }
 
 /// One page connected over the WebSocket: the hello, then its changes and the answers to its
@@ -40,7 +97,7 @@ final class InspectorSession: Sendable {
     }
 
     func run(inbound: WebSocketInboundStream) async {
-        guard let (backlog, version) = inspected.connect(queue) else {
+        guard let (backlog, version, state) = inspected.connect(queue) else {
             try? await outbound.close(.policyViolation, reason: "too many pages are connected")
             return
         }
@@ -54,7 +111,13 @@ final class InspectorSession: Sendable {
             return
         }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.sendChanges(after: version) }
+            group.addTask {
+                if let state {
+                    await self.sendLoggedChanges(after: version, state: state)
+                } else {
+                    await self.sendChanges(after: version)
+                }
+            }
             group.addTask { await self.answer(inbound) }
             await group.next()
             group.cancelAll()
@@ -87,6 +150,94 @@ final class InspectorSession: Sendable {
                 return
             }
             last = record.version
+        }
+    }
+
+    /// Sends what a store's own log holds after `version` (whose state is `state`), as the page
+    /// can take it: every change the log has, at most ``InspectorOptions/clientBuffer`` a read,
+    /// in `change` messages or `changes` messages of several; the newest change of a read that
+    /// reaches the store's version carries the patch from the state last sent (`patchFrom`: the
+    /// version it starts from, when it covers more than that change); what the page missed
+    /// (it fell behind by more than the log keeps) as a `gap`. A dispatch only appends to the
+    /// log and, when the sender waits, rings.
+    private func sendLoggedChanges(after version: UInt64, state: Result<JSONValue, StoreError>) async {
+        var last = version
+        // The state last sent (the page's patches lead to it), and its version.
+        var sentState = try? state.get()
+        var sentVersion = version
+        let doorbell = queue.doorbell
+        let limit = inspected.options.clientBuffer
+        while !doorbell.isClosed {
+            guard let read = inspected.readLog(after: last, limit: limit, wake: { doorbell.ring() }) else { return }
+            guard let newest = read.changes.last else {
+                await doorbell.wait()
+                continue
+            }
+            var changes = read.changes.map { Self.change($0, includingPatch: false) }
+            // The newest change read carries the patch from the state last sent, when the read
+            // reached the store's version (it has the state at it).
+            if let result = read.state, case .object(var message) = changes[changes.count - 1] {
+                switch (result, sentState) {
+                case (.success(let now), let before?):
+                    message["patch"] = (try? JSONValue(encoding: JSONPatch.diff(from: before, to: now))) ?? .null
+                    if sentVersion != newest.version &- 1 { message["patchFrom"] = .uint(sentVersion) }
+                    sentState = now
+                case (.success(let now), nil):
+                    message["patchError"] = "the state before this change was not recorded"
+                    sentState = now
+                case (.failure(let error), _):
+                    message["patchError"] = .string("the state is not JSON: \(error.message)")
+                    sentState = nil
+                }
+                sentVersion = newest.version
+                changes[changes.count - 1] = .object(message)
+            }
+            do {
+                if read.dropped > 0 {
+                    let first = read.changes[0].version
+                    try await send(["type": "gap", "from": .uint(first &- read.dropped), "to": .uint(first &- 1)])
+                }
+                // In messages of at most about 12 KiB of changes: frames stay under 16 KiB, the
+                // most a WebSocket client takes by default (Hummingbird's, for one), unless one
+                // change is larger.
+                var texts: [String] = []
+                var size = 0
+                for change in changes {
+                    let text = change.description
+                    if !texts.isEmpty, size + text.utf8.count > Self.changesMessageSize {
+                        try await sendChanges(texts)
+                        texts.removeAll(keepingCapacity: true)
+                        size = 0
+                    }
+                    texts.append(text)
+                    size += text.utf8.count + 1
+                }
+                try await sendChanges(texts)
+            } catch {
+                return
+            }
+            last = newest.version
+            // At most one read about every 5 ms: under a burst the changes of 5 ms go in one read
+            // (one encoding of the state, one diff) rather than the sender competing with the
+            // dispatching threads for the store's lock and the cores as fast as it can go. A page
+            // draws at most 60 times a second anyway.
+            try? await Task.sleep(for: Self.readInterval)
+        }
+    }
+
+    /// The least time between two reads of a store's log by a page's sender.
+    static let readInterval = Duration.milliseconds(5)
+
+    /// The size a `changes` message's changes stay under, unless one change is larger.
+    static let changesMessageSize = 12 * 1024
+
+    /// Sends `texts` (changes as JSON text): one `change`, or several in a `changes` message.
+    private func sendChanges(_ texts: [String]) async throws {
+        guard !texts.isEmpty else { return }
+        if texts.count == 1 {
+            try await outbound.write(.text(texts[0]))
+        } else {
+            try await outbound.write(.text(#"{"type":"changes","changes":["# + texts.joined(separator: ",") + "]}"))
         }
     }
 

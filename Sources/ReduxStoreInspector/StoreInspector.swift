@@ -14,13 +14,21 @@ public struct InspectorOptions: Sendable {
     public var maximumClients = 8
     /// The typed actions a page may dispatch (with ``allowsDispatch``), by identifier.
     public var actions = ActionTypes()
-    /// How many versions the store keeps for the page's state at a version, diffs and restore
-    /// (`Store.keepHistory(_:)`); 0 leaves the store's history as it is.
+    /// How many versions the store keeps for restore (`Store.keepHistory(_:)`), turned on when
+    /// ``allowsRestore`` is set; 0 leaves the store's history as it is. The history costs each
+    /// dispatch a snapshot, so it is not turned on otherwise: a page then sees the newest state,
+    /// and the patches of the actions applied while it is open. A program that wants earlier
+    /// states and patches without restore calls `keepHistory(_:)` itself (the page uses what the
+    /// history keeps).
     public var keptVersions = 100
-    /// How many of the newest actions the inspector keeps for a page that connects later.
+    /// How many of the newest actions the inspector keeps for a page that connects later. Each
+    /// action is recorded as it is applied, at a cost (`Benchmarks/README.md`, "The live
+    /// inspector"); 0 records nothing while no page is connected (a page then sees the actions
+    /// applied while it is open).
     public var keptActions = 10_000
-    /// How many changes may wait for a slow page before it misses some (it is then told, and
-    /// fetches the state again): a page never slows a dispatch and never holds unbounded memory.
+    /// How many changes a page's sender takes from the store at once (a Swift store), or may wait
+    /// for a slow page before it misses some (a C store; it is then told, and fetches the state
+    /// again): a page never slows a dispatch and never holds unbounded memory.
     public var clientBuffer = 1_024
 
     public init() {}
@@ -54,7 +62,7 @@ public final class StoreInspector: Sendable {
     public convenience init<State>(_ store: Store<State>, options: InspectorOptions = .init()) async throws {
         try await self.init(access: SwiftStoreAccess(store: store, actions: options.actions), options: options)
         // Once it listens: a failure to start leaves the store as it was.
-        if options.keptVersions > 0 { store.keepHistory(options.keptVersions) }
+        if options.allowsRestore, options.keptVersions > 0 { store.keepHistory(options.keptVersions) }
     }
 
     /// Starts serving the store `access` reaches (a C store, a recorded journal), whose history

@@ -43,7 +43,7 @@ public func rdx_inspector_start(
         case .failure(let error): throw StoreError(.io, "inspector: \(error)")
         }
         // Once it listens: a failure to start leaves the store as it was.
-        if inspectorOptions.keptVersions > 0 {
+        if inspectorOptions.allowsRestore, inspectorOptions.keptVersions > 0 {
             _ = rdx_store_keep_history(store, inspectorOptions.keptVersions)
         }
         status?.pointee = RDX_OK

@@ -10,8 +10,12 @@ import Testing
 private struct AddTodo: Action, Codable { var title: String; var identifier: String { "todo.add" } }
 private struct Todo: Codable, Equatable { var title: String; var done = false }
 private struct Todos: Codable, Equatable { var todos: [Todo] = [] }
+private struct ToggleTodo: Action, Codable { var index: Int; var identifier: String { "todo.toggle" } }
 private let reducer: Reducer<Todos> = { state, action in
     if let add = action as? AddTodo { state.todos.append(Todo(title: add.title)) }
+    if let toggle = action as? ToggleTodo, state.todos.indices.contains(toggle.index) {
+        state.todos[toggle.index].done.toggle()
+    }
 }
 
 /// A connection the server refused (it is not listening).
@@ -76,11 +80,17 @@ private final class Page: @unchecked Sendable {
         lock.lock(); messages.append(object); lock.unlock()
     }
     var all: [[String: Any]] { lock.lock(); defer { lock.unlock() }; return messages }
+    /// The messages, each `changes` message's changes in its place.
+    var flattened: [[String: Any]] {
+        all.flatMap { message -> [[String: Any]] in
+            message["type"] as? String == "changes" ? message["changes"] as? [[String: Any]] ?? [] : [message]
+        }
+    }
 
     /// Waits up to 10 s for a message satisfying `match`.
     func wait(_ match: ([String: Any]) -> Bool) async -> [String: Any]? {
         for _ in 0..<1_000 {
-            if let found = all.first(where: match) { return found }
+            if let found = flattened.first(where: match) { return found }
             try? await Task.sleep(for: .milliseconds(10))
         }
         return nil
@@ -93,7 +103,8 @@ private func connectPage(
     _ script: @escaping @Sendable (Page, WebSocketOutboundWriter) async throws -> Void
 ) async throws -> Page {
     let page = Page()
-    var configuration = WebSocketClientConfiguration()
+    // A change's patch or a state answer can be larger than the client's default frame (16 KiB).
+    var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
     if let origin { configuration.additionalHeaders[.origin] = origin }
     let url = "ws://127.0.0.1:\(inspector.port)/ws?token=\(inspector.token)"
     try await WebSocketClient.connect(url: url, configuration: configuration, logger: Logger(label: "test")) {
@@ -169,6 +180,8 @@ struct StoreInspectorTests {
         let store = Store(reducers: [reducer], state: Todos())
         let inspector = try await StoreInspector(store)
         defer { Task { await inspector.stop() } }
+        #expect(store.historyVersions.isEmpty, "the inspector turns the history on for restore only")
+        store.keepHistory(10)
         for title in ["a", "b", "c"] { store.dispatchAction(AddTodo(title: title)) }
         let line = #line + 8
         let page = try await connectPage(inspector, origin: "http://127.0.0.1:\(inspector.port)") { page, outbound in
@@ -276,6 +289,69 @@ struct StoreInspectorTests {
         taken.port = first.port
         await #expect(throws: StoreError.self) { _ = try await StoreInspector(store, options: taken) }
         await first.stop()
+    }
+
+    @Test("changes sent together: every version once, in order; the shared patches lead from the hello's state to the newest")
+    func burstWithPage() async throws {
+        let store = Store(reducers: [reducer], state: Todos())
+        let inspector = try await StoreInspector(store)
+        defer { Task { await inspector.stop() } }
+        store.dispatchAction(AddTodo(title: "before"))
+        let page = try await connectPage(inspector) { page, outbound in
+            _ = await page.wait { $0["type"] as? String == "hello" }
+            for index in 0..<3_000 {
+                if index % 7 == 3 { store.dispatchAction(ToggleTodo(index: index / 2)) }
+                else { store.dispatchAction(AddTodo(title: "t\(index)")) }
+            }
+            #expect(await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 3_001 } != nil)
+        }
+        let changes = page.flattened.filter { $0["type"] as? String == "change" }
+        #expect(changes.map { $0["version"] as? Int } == Array(2...3_001).map { Optional($0) })
+        #expect(!page.all.contains { $0["type"] as? String == "gap" })
+        // The patches, applied in order from the state at version 1, give the state at 3,001;
+        // each covers the versions after its `patchFrom` (or its own version alone).
+        var document = try JSONValue(encoding: Todos(todos: [Todo(title: "before")]))
+        var covered: UInt64 = 1
+        for change in changes {
+            guard let operations = change["patch"] as? [[String: Any]] else { continue }
+            let version = UInt64(change["version"] as! Int)
+            let from = (change["patchFrom"] as? Int).map(UInt64.init) ?? version - 1
+            #expect(from == covered, "the patch of \(version) starts where the last ended")
+            let data = try JSONSerialization.data(withJSONObject: operations)
+            let patch = try JSONDecoder().decode([JSONPatch.Operation].self, from: data)
+            document = try JSONPatch.apply(patch, to: document)
+            covered = version
+        }
+        #expect(covered == 3_001)
+        #expect(document == (try JSONValue(encoding: store.currentState())))
+    }
+
+    @Test("keptActions 0: nothing is recorded while no page is connected; a page sees what is applied while it is open")
+    func recordsOnlyWithAPage() async throws {
+        let store = Store(reducers: [reducer], state: Todos())
+        var options = InspectorOptions()
+        options.keptActions = 0
+        let inspector = try await StoreInspector(store, options: options)
+        defer { Task { await inspector.stop() } }
+        #expect(store.readActionLog(after: 0, includingState: false) == nil)
+        store.dispatchAction(AddTodo(title: "unseen"))
+        let page = try await connectPage(inspector) { page, _ in
+            let hello = await page.wait { $0["type"] as? String == "hello" }
+            #expect(hello?["version"] as? Int == 1)
+            #expect((hello?["log"] as? [Any])?.isEmpty == true)
+            #expect(store.readActionLog(after: 0, includingState: false) != nil)
+            store.dispatchAction(AddTodo(title: "seen"))
+            let change = await page.wait { $0["type"] as? String == "change" }
+            #expect(change?["version"] as? Int == 2)
+            #expect((change?["patch"] as? [[String: Any]])?.first?["path"] as? String == "/todos/1")
+        }
+        #expect(page.all.first?["type"] as? String == "hello")
+        var stopped = false
+        for _ in 0..<500 where !stopped {
+            stopped = store.readActionLog(after: 0, includingState: false) == nil
+            if !stopped { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(stopped, "the last page gone, the log stops")
     }
 
     @Test("a page that falls behind is told of the gap; dispatch never waits for it")

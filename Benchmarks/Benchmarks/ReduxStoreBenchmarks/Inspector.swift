@@ -39,13 +39,14 @@ func registerInspectorBenchmarks() {
         }
     }
 
-    // The goals' figures: the three stores side by side in each sample (1,000 dispatches each,
+    // The goals' figures: the stores side by side in each sample (1,000 dispatches each,
     // timed apart, in an order that rotates from sample to sample; the page catches up after its
     // burst, not timed), so a slow spell of the machine falls on all three. The samples' ratios,
     // in thousandths, are the metrics (the report takes their medians); each store's time for
     // its 1,000 dispatches, in nanoseconds (= picoseconds per dispatch), is kept beside them.
     let pagePerMille = BenchmarkMetric.custom("inspectorPagePerMille", polarity: .prefersSmaller, useScalingFactor: false)
     let idlePerMille = BenchmarkMetric.custom("inspectorIdlePerMille", polarity: .prefersSmaller, useScalingFactor: false)
+    let quietPerMille = BenchmarkMetric.custom("inspectorQuietPerMille", polarity: .prefersSmaller, useScalingFactor: false)
     let burstMetrics = Dictionary(uniqueKeysWithValues: InspectedCounter.Kind.allCases.map { kind in
         (kind, BenchmarkMetric.custom("inspector\(kind.metricName)PicosecondsPerDispatch", polarity: .prefersSmaller, useScalingFactor: false))
     })
@@ -53,7 +54,7 @@ func registerInspectorBenchmarks() {
     Benchmark(
         "inspection.inspector.paired.counter",
         configuration: .init(
-            metrics: [pagePerMille, idlePerMille] + InspectedCounter.Kind.allCases.map { burstMetrics[$0]! },
+            metrics: [pagePerMille, idlePerMille, quietPerMille] + InspectedCounter.Kind.allCases.map { burstMetrics[$0]! },
             warmupIterations: 3)
     ) { benchmark, trio in
         trio.samples += 1
@@ -68,6 +69,7 @@ func registerInspectorBenchmarks() {
         let off = max(nanoseconds[.off]!, 1)
         benchmark.measurement(pagePerMille, Int(1_000 * nanoseconds[.page]! / off))
         benchmark.measurement(idlePerMille, Int(1_000 * nanoseconds[.idle]! / off))
+        benchmark.measurement(quietPerMille, Int(1_000 * nanoseconds[.quiet]! / off))
         for (kind, value) in nanoseconds { benchmark.measurement(burstMetrics[kind]!, Int(value)) }
     } setup: { () -> InspectedTrio in
         var counters: [InspectedCounter.Kind: InspectedCounter] = [:]
@@ -90,6 +92,9 @@ final class InspectedCounter: Sendable {
         case off
         /// An inspector, no page connected.
         case idle
+        /// An inspector with `keptActions` 0 (nothing recorded while no page is connected), no
+        /// page: what the backlog for a page opened later costs, by difference with `idle`.
+        case quiet
         /// An inspector and one page connected.
         case page
 
@@ -109,7 +114,9 @@ final class InspectedCounter: Sendable {
     static func start(_ kind: Kind) async throws -> InspectedCounter {
         let store = Store(reducers: counterReducers(1), state: Counter())
         guard kind != .off else { return InspectedCounter(store: store, inspector: nil, page: nil) }
-        let inspector = try await StoreInspector(store, options: InspectorOptions())
+        var options = InspectorOptions()
+        if kind == .quiet { options.keptActions = 0 }
+        let inspector = try await StoreInspector(store, options: options)
         guard kind == .page else { return InspectedCounter(store: store, inspector: inspector, page: nil) }
         do {
             let page = try await InspectorPageClient.connect(to: inspector)
@@ -146,7 +153,7 @@ final class InspectedCounter: Sendable {
     }
 }
 
-/// The three stores of the paired benchmark.
+/// The stores of the paired benchmark.
 final class InspectedTrio: @unchecked Sendable {
     // @unchecked: used by the benchmark's one thread.
     let counters: [InspectedCounter.Kind: InspectedCounter]

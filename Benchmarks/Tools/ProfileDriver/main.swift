@@ -3,7 +3,8 @@
 // the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
-//                 |journal-timing|jsonvalue-todos [count]
+//                 |journal-timing|jsonvalue-todos|inspector-idle [count]
+// (inspector-idle: a counter store with a live inspector, no page connected)
 // (journal-timing is not for callgrind: it prints wall-clock medians, with and without a journal;
 // the journal workloads write in JOURNAL_DIR, /tmp by default)
 // (plain-o1: the benchmarks' plain baseline store, Benchmarks/ReduxStoreBenchmarks/PlainStore.swift)
@@ -11,6 +12,7 @@ import CJSONC
 import CReduxStoreAPI
 import ReduxStore
 import ReduxStoreC
+import ReduxStoreInspector
 import Dispatch
 import Synchronization
 #if canImport(Glibc)
@@ -100,6 +102,13 @@ case "keypath-unchanged", "gauge-o0":
     }], state: Gauge())
     if workload == "keypath-unchanged" { store.observe(\.limit) { sink($0) } }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "inspector-idle":
+    let store = Store(reducers: [add], state: Counter())
+    var options = InspectorOptions()
+    if let kept = getenv("KEPT_ACTIONS") { options.keptActions = Int(atoi(kept)) }
+    let inspector = try! await StoreInspector(store, options: options)
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+    await inspector.stop()
 case "journal":
     let store = Store(reducers: [add], state: Counter())
     try! store.startJournal(at: journalPath)

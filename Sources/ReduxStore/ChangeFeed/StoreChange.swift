@@ -69,16 +69,52 @@ package struct ChangeRecord: @unchecked Sendable {
     package let action: any Action
     /// When the action was applied, to within the kernel's clock tick (`CLOCK_REALTIME_COARSE`:
     /// a few milliseconds).
-    package let time: timespec
+    package var time: timespec {
+        timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    }
+    /// ``time`` as nanoseconds since 1970: one word, made from the clock's two with arithmetic
+    /// (copying the `timespec` the clock wrote as a whole stalled the store forwarding of every
+    /// record into the live inspector's log; perf annotate, ProfileDriver inspector-idle).
+    let nanoseconds: Int64
     /// The versions of the batch this action belongs to, if it was applied in one of more than
     /// one action.
-    package let batch: ClosedRange<UInt64>?
+    package var batch: ClosedRange<UInt64>? { batchFirst == 0 ? nil : batchFirst...batchLast }
+    /// ``batch``'s bounds, 0 for none (versions start at 1): two words rather than an optional
+    /// range, whose tag byte made each copy of a record into the live inspector's log a store
+    /// forwarding stall (perf annotate, ProfileDriver inspector-idle: a third of its time).
+    private let batchFirst: UInt64
+    private let batchLast: UInt64
+
+    init(version: UInt64, action: any Action, nanoseconds: Int64, batchFirst: UInt64, batchLast: UInt64, source: DispatchSite) {
+        self.version = version
+        self.action = action
+        self.nanoseconds = nanoseconds
+        self.batchFirst = batchFirst
+        self.batchLast = batchLast
+        patch = nil
+        patchError = nil
+        self.source = source
+    }
     /// The action's patch, when a consumer asked for patches and it could be made.
     package let patch: [JSONPatch.Operation]?
     /// Why the patch could not be made, when a consumer asked for it.
     package let patchError: String?
     /// Where the action was dispatched from; its bytes live as long as the program.
     package let source: DispatchSite
+
+    init(
+        version: UInt64, action: any Action, time: timespec, batch: ClosedRange<UInt64>?,
+        patch: [JSONPatch.Operation]?, patchError: String?, source: DispatchSite
+    ) {
+        self.version = version
+        self.action = action
+        nanoseconds = Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+        batchFirst = batch?.lowerBound ?? 0
+        batchLast = batch?.upperBound ?? 0
+        self.patch = patch
+        self.patchError = patchError
+        self.source = source
+    }
 
     /// The public ``SourceLocation`` of ``source``.
     package var sourceLocation: SourceLocation? { source.location }

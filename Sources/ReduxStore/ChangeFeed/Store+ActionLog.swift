@@ -1,0 +1,80 @@
+/// What ``Store/readActionLog(after:limit:includingState:wake:)`` read at one instant.
+package struct ActionLogRead: Sendable {
+    /// The records of the versions after the one asked for, oldest first (the oldest `limit`).
+    package var records: [ChangeRecord]
+    /// How many versions after the one asked for are left out, older than the log holds.
+    package var dropped: UInt64
+    /// The store's version when read.
+    package var version: UInt64
+    /// The state at ``version`` as JSON, when asked for and the records reach ``version``: or
+    /// why it cannot be made JSON.
+    package var state: Result<JSONValue, StoreError>?
+}
+
+extension Store {
+    /// Keeps the records of the last `capacity` applied actions (without patches) for a reader
+    /// that reads them when it likes (the live inspector), from now on; 0 stops and frees them.
+    ///
+    /// A cheaper consumer of the change feed than a listener: a record costs a dispatch the
+    /// time of reading the coarse clock and copying the action into a ring, under the lock the
+    /// dispatch holds anyway (no call, no allocation for an action stored inline).
+    package func keepActionLog(_ capacity: Int) {
+        withCoreLocked { core, _ in core.pointee.actionLog.resize(to: capacity) }
+    }
+
+    /// Reads the action log (``keepActionLog(_:)``) at one instant: the records after `version`
+    /// (at most the oldest `limit`), the store's version, and with `includingState` when the
+    /// records reach that version, the state at it as JSON (encoded under the lock, made JSON outside
+    /// it). When there is no record after `version`, `wake` (if given) is left for the next
+    /// record to call, once, under the store's lock: it must only signal. `nil` when no log is
+    /// kept (`wake` is then not kept either).
+    package func readActionLog(
+        after version: UInt64, limit: Int = .max, includingState: Bool, wake: (@Sendable () -> Void)? = nil
+    ) -> ActionLogRead? {
+        let read = withCoreLocked { core, insideReducer -> (ActionLogRead, SnapshotTape?, StoreError?)? in
+            guard core.pointee.actionLog.isOn else { return nil }
+            let (records, dropped) = core.pointee.actionLog.records(after: version, limit: limit)
+            if records.isEmpty, let wake { core.pointee.actionLog.arm(wake) }
+            var tape: SnapshotTape?
+            var failure: StoreError?
+            if includingState, records.last?.version == core.pointee.version, !insideReducer || readableInsideReducer {
+                let encoded = SnapshotTape()
+                do throws(StoreError) {
+                    try core.pointee.encoder.encode(state.pointee, into: encoded)
+                    tape = encoded
+                } catch {
+                    failure = error
+                }
+            }
+            return (ActionLogRead(records: records, dropped: dropped, version: core.pointee.version), tape, failure)
+        }
+        guard let (found, tape, failure) = read else { return nil }
+        var result = found
+        if let failure {
+            result.state = .failure(failure)
+        } else if let tape {
+            do throws(StoreError) {
+                result.state = .success(try SnapshotDecoder.decode(JSONValue.self, from: tape))
+            } catch {
+                result.state = .failure(error)
+            }
+        }
+        return result
+    }
+
+    /// Replaces the state with `state`, a copy of that of `version` that the caller kept (the live
+    /// inspector keeps the states it sent), as ``restore(version:)`` does with one the history
+    /// keeps.
+    ///
+    /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer, or on a store whose
+    ///   versions another decides.
+    package func restore(_ state: State, from version: UInt64) throws(StoreError) {
+        if isInsideReducer {
+            throw StoreError(.invalidArgument, "restore(version:) inside a reducer: restore before or after the action")
+        }
+        if let refusal = localChangesRefusal {
+            throw StoreError(.invalidArgument, "restore(version: \(version)): \(refusal)")
+        }
+        applyReplacingState(with: state, restoredFrom: version)
+    }
+}
