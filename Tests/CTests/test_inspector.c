@@ -358,6 +358,10 @@ static void test_read_only(void)
     CHECK(parse_url(rdx_inspector_url(inspector), &at));
     CHECK_EQ_INT(strlen(at.token), 32);
     snprintf(host, sizeof host, "127.0.0.1:%u", at.port);
+    /* A read-only inspector leaves the history as it is (none); the program keeps one for the
+       page's states at earlier versions. */
+    CHECK_EQ_INT(rdx_store_history_versions(store, NULL, 0), 0);
+    CHECK_STATUS(rdx_store_keep_history(store, 100), RDX_OK);
 
     snprintf(target, sizeof target, "/?token=%s", at.token);
     CHECK_EQ_INT(http_request(at.port, target, host, "", &body), 200);
@@ -483,6 +487,7 @@ static void test_allowed(void)
         return;
     }
     CHECK(parse_url(rdx_inspector_url(inspector), &at));
+    CHECK(rdx_store_history_versions(store, NULL, 0) >= 1); /* restore allowed: a history kept */
     for (i = 0; i < 5; i++) CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
     snprintf(origin, sizeof origin, "http://127.0.0.1:%u", at.port);
     fd = ws_open(at.port, at.token, origin, &ws_status);
