@@ -21,6 +21,8 @@ let package = Package(
         // The WebSocket client that is the page of the inspector benchmarks (inspection.inspector.*);
         // the library itself depends on it for its inspector's tests (the same version).
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        // The plain INSERT loop replication is measured against (the library's own version).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The benchmarks: Swift stores, their baselines, and the C interface (include/reduxstore.h)
@@ -56,6 +58,16 @@ let package = Package(
                 .product(name: "ReduxStoreInspector", package: library),
             ],
             path: "Tools/ProfileDriver"
+        ),
+        // Replication on PostgreSQL against PostgreSQL's own insert rate (Benchmarks/replication.sh).
+        .executableTarget(
+            name: "ReplicationBench",
+            dependencies: [
+                .product(name: "ReduxStore", package: library),
+                .product(name: "ReduxStorePostgres", package: library),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "Tools/ReplicationBench"
         ),
     ]
 )

@@ -160,7 +160,8 @@ actor Replicator<State: Codable & Sendable> {
             _ = try await catchUp(through: nil)
             try await checkSnapshots()
         } catch {
-            if error.kind != .connection { fail(error) }
+            // A lost connection is retried; closing ends the follower without a failure to log.
+            if error.kind != .connection, error.kind != .closed, !closed { fail(error) }
         }
         return !closed && failure == nil
     }

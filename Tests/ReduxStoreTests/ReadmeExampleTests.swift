@@ -65,11 +65,12 @@ struct ReadmeExampleTests {
             .dropLast(3).joined(separator: "/"))
         let readme = try #require(readText(root + "/README.md"), "README.md not found under \(root)")
         let here = try #require(readText(#filePath))
-        // The live inspector's block is the inspector suite's (ReduxStoreInspectorTests), which
-        // checks and runs it the same way.
+        // The live inspector's block is the inspector suite's (ReduxStoreInspectorTests), the
+        // replication's the replication suite's (ReduxStorePostgresTests), which check and run
+        // them the same way.
         let all = Self.fencedBlocks(readme, language: "swift")
-        let blocks = all.filter { !$0.contains("import ReduxStoreInspector") }
-        #expect(all.count == 2, "the README has \(all.count) Swift blocks; this suite and the inspector's copy one each")
+        let blocks = all.filter { !$0.contains("import ReduxStoreInspector") && !$0.contains("import ReduxStorePostgres") }
+        #expect(all.count == 3, "the README has \(all.count) Swift blocks; this suite, the inspector's and the replication's copy one each")
         #expect(blocks.count == 1, "the README has \(blocks.count) Swift blocks of the core; this suite copies one")
         let text = Self.normalized(here)
         for (index, block) in blocks.enumerated() {

@@ -1,0 +1,361 @@
+// ReplicationBench: what replication on PostgreSQL costs, against PostgreSQL's own rate for the
+// same rows, measured side by side in one run on one server (the goals of `ReduxStorePostgres`).
+//
+//   bash Benchmarks/replication.sh [seconds]     # from the repository root: a throwaway cluster
+//   ReplicationBench all URL [seconds]           # against the server at URL (a scratch database)
+//
+// Figures, each over `seconds` (5 by default):
+// - insert: a plain loop of single-row INSERTs over postgres-nio (each its own transaction), of
+//   rows shaped as the library's (stream, version, identifier, payload jsonb, time, source,
+//   writer, seq), into a table of its own. The limit a replicated dispatch is measured against.
+// - pgbench: the same INSERT as a pgbench custom script, 1 client (and 4 clients), prepared.
+// - writer: one ReplicatedStore, one dispatch at a time (each waits for its commit).
+// - writers: 4 processes (this program, `writer-child`), 16 dispatches in flight each, one stream:
+//   the group commit's rate.
+// - lag: a writer dispatching 2,000 actions a second, a follower in the same process; each
+//   version's lag is the time from its dispatch returning (committed) to the follower applying it.
+// - catch-up: a stream with a snapshot and 100,000 actions after it; a new follower's time from
+//   `follow` to the newest version.
+// The server's durability settings (fsync, synchronous_commit, wal_sync_method) are printed with
+// the figures: every figure is under the same ones.
+import Foundation
+import Logging
+import PostgresNIO
+import ReduxStore
+import ReduxStorePostgres
+import Synchronization
+
+struct Counter: Codable, Sendable { var count = 0 }
+struct Add: Action, Codable { var amount: Int; var identifier: String { "counter.add" } }
+let reducers: [Reducer<Counter>] = [{ state, action in
+    if let add = action as? Add { state.count &+= add.amount }
+}]
+let actionTypes: ActionTypes = {
+    var types = ActionTypes()
+    types.register(Add.self, for: "counter.add")
+    return types
+}()
+
+/// A count several tasks add to.
+final class Count: Sendable {
+    let value = Atomic<Int>(0)
+}
+
+/// A value several tasks change, behind a lock.
+final class Locked<Value: Sendable>: Sendable {
+    let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("ReplicationBench: \(message)\n".utf8))
+    exit(1)
+}
+
+func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+}
+
+/// A connection to `url` (`postgres://user:password@host:port/database`) with postgres-nio.
+func connect(_ url: String) async throws -> PostgresConnection {
+    guard let parts = URLComponents(string: url), let host = parts.host else { fail("not a postgres:// URL: \(url)") }
+    let configuration = PostgresConnection.Configuration(
+        host: host, port: parts.port ?? 5432, username: parts.user ?? "postgres", password: parts.password,
+        database: String(parts.path.dropFirst()), tls: .disable)
+    return try await PostgresConnection.connect(
+        configuration: configuration, id: 1, logger: Logger(label: "ReplicationBench"))
+}
+
+func stream(_ url: String, _ name: String) -> PostgresStream {
+    do { return try PostgresStream(connection: url, stream: name, schema: "bench") } catch { fail("\(error)") }
+}
+
+// MARK: - The limit: PostgreSQL's own rate for the same rows
+
+/// Single-row INSERTs, one after the other, for `seconds`: rows a second.
+func plainInserts(_ url: String, seconds: Double) async throws -> Double {
+    let connection = try await connect(url)
+    let logger = Logger(label: "ReplicationBench")
+    try await connection.query("CREATE SCHEMA IF NOT EXISTS bench_plain", logger: logger)
+    try await connection.query("DROP TABLE IF EXISTS bench_plain.actions", logger: logger)
+    try await connection.query("""
+        CREATE TABLE bench_plain.actions (
+            stream text NOT NULL, version bigint NOT NULL, identifier text NOT NULL,
+            payload jsonb NOT NULL, time timestamptz NOT NULL DEFAULT now(), source text,
+            writer text NOT NULL, seq bigint NOT NULL, PRIMARY KEY (stream, version))
+        """, logger: logger)
+    var version: Int64 = 0
+    let start = now()
+    while now() - start < seconds {
+        version += 1
+        try await connection.query("""
+            INSERT INTO bench_plain.actions (stream, version, identifier, payload, source, writer, seq)
+            VALUES (\("plain"), \(version), \("counter.add"), \(#"{"amount":1}"#)::jsonb, \("main.swift:1"), \("bench"), \(version))
+            """, logger: logger)
+    }
+    let elapsed = now() - start
+    try await connection.close()
+    return Double(version) / elapsed
+}
+
+/// The same INSERT as a pgbench custom script with `clients` clients, `transactions` each:
+/// transactions a second. (A count, not `-T`: pgbench ends a timed run on SIGALRM, which a
+/// process started from this one's threads may have blocked, and then it never ends.)
+func pgbench(_ url: String, clients: Int, transactions: Int) throws -> Double {
+    let script = FileManager.default.temporaryDirectory.appendingPathComponent("reduxstore-pgbench-\(getpid()).sql")
+    let setup = """
+        CREATE SCHEMA IF NOT EXISTS bench_pgbench;
+        DROP TABLE IF EXISTS bench_pgbench.actions;
+        DROP SEQUENCE IF EXISTS bench_pgbench.versions;
+        CREATE SEQUENCE bench_pgbench.versions;
+        CREATE TABLE bench_pgbench.actions (
+            stream text NOT NULL, version bigint NOT NULL, identifier text NOT NULL,
+            payload jsonb NOT NULL, time timestamptz NOT NULL DEFAULT now(), source text,
+            writer text NOT NULL, seq bigint NOT NULL, PRIMARY KEY (stream, version));
+        """
+    _ = try run("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-c", setup, url])
+    try """
+        INSERT INTO bench_pgbench.actions (stream, version, identifier, payload, source, writer, seq) \
+        VALUES ('pgbench', nextval('bench_pgbench.versions'), 'counter.add', '{"amount":1}', 'main.swift:1', 'pgbench', 0);
+
+        """.write(to: script, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(at: script) }
+    let output = try run(
+        "pgbench", ["-n", "-M", "prepared", "-c", "\(clients)", "-j", "\(min(clients, 2))", "-t", "\(transactions)",
+                    "-f", script.path, url])
+    guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
+          let tps = Double(line.dropFirst(6).prefix { $0 == "." || $0.isNumber })
+    else { fail("pgbench printed no tps:\n\(output)") }
+    return tps
+}
+
+/// Runs a program found on the PATH; its standard output (and error), or a failure.
+func run(_ program: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [program] + arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else { fail("\(program) failed:\n\(text)") }
+    return text
+}
+
+// MARK: - Replication
+
+/// One writer, one dispatch at a time: actions a second.
+func oneWriter(_ url: String, seconds: Double) async throws -> Double {
+    let replica = try await ReplicatedStore.open(
+        stream(url, "writer-\(getpid())"), reducers: reducers, initialState: Counter(), actions: actionTypes)
+    var count = 0
+    let start = now()
+    while now() - start < seconds {
+        try await replica.dispatch(Add(amount: 1))
+        count += 1
+    }
+    let elapsed = now() - start
+    await replica.close()
+    return Double(count) / elapsed
+}
+
+/// This process as one of several writers: `inFlight` tasks dispatching until `deadline` (a
+/// wall-clock time, shared by the processes); prints the number of actions it committed.
+func writerChild(_ url: String, streamName: String, inFlight: Int, deadline: Double) async throws {
+    let replica = try await ReplicatedStore.open(
+        stream(url, streamName), reducers: reducers, initialState: Counter(), actions: actionTypes)
+    let count = Count()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<inFlight {
+            group.addTask {
+                while Date().timeIntervalSince1970 < deadline {
+                    try await replica.dispatch(Add(amount: 1))
+                    count.value.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    await replica.close()
+    print(count.value.load(ordering: .relaxed))
+}
+
+/// `processes` writer processes with `inFlight` dispatches in flight each, on one stream:
+/// actions a second, all together.
+func manyWriters(_ url: String, processes: Int, inFlight: Int, seconds: Double) throws -> Double {
+    let name = "writers-\(getpid())"
+    // Each process connects and catches up first; the deadline leaves them time to.
+    let startAt = Date().timeIntervalSince1970 + 2
+    let deadline = startAt + seconds
+    var children: [(Process, Pipe)] = []
+    for _ in 0..<processes {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["writer-child", url, name, "\(inFlight)", "\(startAt)", "\(deadline)"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        children.append((process, pipe))
+    }
+    var total = 0
+    for (process, pipe) in children {
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let count = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            fail("a writer process failed (status \(process.terminationStatus)): \(text)")
+        }
+        total += count
+    }
+    return Double(total) / seconds
+}
+
+/// A writer at `rate` actions a second and a follower in this process: each version's lag, in
+/// seconds, from its dispatch returning to the follower applying it.
+func followerLag(_ url: String, rate: Double, seconds: Double) async throws -> [Double] {
+    let name = "lag-\(getpid())"
+    let writer = try await ReplicatedStore.open(
+        stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes)
+    let follower = try await ReplicatedStore.follow(
+        stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes)
+    let committed = Locked<[UInt64: Double]>([:])
+    let applied = Locked<[UInt64: Double]>([:])
+    let token = follower.store.addObserver { note in
+        let time = now()
+        applied.mutex.withLock { $0[note.version] = time }
+    }
+    let count = Int(rate * seconds)
+    let start = now()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for index in 0..<count {
+            // Paced: action `index` leaves at start + index / rate.
+            let due = start + Double(index) / rate
+            let wait = due - now()
+            if wait > 0 { try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9))) }
+            group.addTask {
+                let version = try await writer.dispatch(Add(amount: 1))
+                let time = now()
+                committed.mutex.withLock { $0[version] = time }
+            }
+        }
+        try await group.waitForAll()
+    }
+    _ = try await follower.catchUp()
+    follower.store.removeObserver(token)
+    await follower.close()
+    await writer.close()
+    let commits = committed.mutex.withLock { $0 }
+    let applies = applied.mutex.withLock { $0 }
+    return commits.compactMap { version, time in applies[version].map { max(0, $0 - time) } }
+}
+
+/// A stream with a snapshot and `actions` actions after it; the time a new follower takes from
+/// `follow` to the newest version, in seconds.
+func catchUp(_ url: String, actions: Int) async throws -> (seconds: Double, snapshot: UInt64) {
+    let name = "catchup-\(getpid())"
+    var options = ReplicationOptions()
+    options.snapshotEvery = 1_000
+    let first = try await ReplicatedStore.open(
+        stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes, options: options)
+    try await fill(first, 1_000)
+    await first.close()
+    options.snapshotEvery = 10_000_000
+    let second = try await ReplicatedStore.open(
+        stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes, options: options)
+    try await fill(second, actions)
+    let newest = second.store.version
+    await second.close()
+    let start = now()
+    let follower = try await ReplicatedStore.follow(
+        stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes)
+    let version = try await follower.catchUp()
+    let elapsed = now() - start
+    guard version == newest, follower.store.currentState().count == Int(newest) else {
+        fail("the follower caught up to \(version), count \(follower.store.currentState().count); expected \(newest)")
+    }
+    await follower.close()
+    return (elapsed, 1_000)
+}
+
+/// Dispatches `count` actions to `replica`, 64 in flight.
+func fill(_ replica: ReplicatedStore<Counter>, _ count: Int) async throws {
+    let next = Count()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<64 {
+            group.addTask {
+                while next.value.add(1, ordering: .relaxed).newValue <= count {
+                    try await replica.dispatch(Add(amount: 1))
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+}
+
+/// The server's durability settings.
+func durability(_ url: String) throws -> String {
+    let text = try run("psql", ["-X", "-A", "-t", "-c",
+        "SELECT 'fsync=' || current_setting('fsync') || ', synchronous_commit=' || current_setting('synchronous_commit') || ', wal_sync_method=' || current_setting('wal_sync_method') || ', full_page_writes=' || current_setting('full_page_writes')",
+        url])
+    return text.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    guard !values.isEmpty else { return .nan }
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+}
+
+func format(_ value: Double, _ digits: Int = 0) -> String { String(format: "%.\(digits)f", value) }
+
+// MARK: - Main
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    fail("usage: ReplicationBench all URL [seconds] | writer-child URL STREAM IN_FLIGHT START DEADLINE")
+}
+let url = arguments[2]
+switch arguments[1] {
+case "writer-child":
+    guard arguments.count == 7, let inFlight = Int(arguments[4]), let startAt = Double(arguments[5]),
+          let deadline = Double(arguments[6]) else { fail("writer-child URL STREAM IN_FLIGHT START DEADLINE") }
+    // Opens the store now (catching up), then starts dispatching at `startAt` with the others.
+    let replica = try await ReplicatedStore.open(
+        stream(url, arguments[3]), reducers: reducers, initialState: Counter(), actions: actionTypes)
+    await replica.close()
+    let wait = startAt - Date().timeIntervalSince1970
+    if wait > 0 { try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9))) }
+    try await writerChild(url, streamName: arguments[3], inFlight: inFlight, deadline: deadline)
+case "all":
+    let seconds = arguments.count > 3 ? Double(arguments[3]) ?? 5 : 5
+    print("durability: \(try durability(url))")
+    let insert = try await plainInserts(url, seconds: seconds)
+    // About `seconds` each, at the plain loop's rate.
+    let bench1 = try pgbench(url, clients: 1, transactions: max(100, Int(insert * seconds)))
+    let bench4 = try pgbench(url, clients: 4, transactions: max(100, Int(insert * seconds / 2)))
+    let one = try await oneWriter(url, seconds: seconds)
+    let many = try manyWriters(url, processes: 4, inFlight: 16, seconds: seconds)
+    let lags = try await followerLag(url, rate: 2_000, seconds: seconds)
+    let (catchUpSeconds, _) = try await catchUp(url, actions: 100_000)
+    let p50 = percentile(lags, 0.5) * 1_000
+    let p99 = percentile(lags, 0.99) * 1_000
+    print("""
+
+        | figure | measured | ratio to the plain INSERT loop | goal | met |
+        |---|---|---|---|---|
+        | plain single-row INSERT loop (postgres-nio, 1 connection) | \(format(insert)) rows/s | 1× | | |
+        | pgbench, the same INSERT, 1 client | \(format(bench1)) tps | \(format(bench1 / insert, 2))× | | |
+        | pgbench, the same INSERT, 4 clients | \(format(bench4)) tps | \(format(bench4 / insert, 2))× | | |
+        | 1 writer, one dispatch at a time | \(format(one)) actions/s | \(format(one / insert, 2))× | ≥ 0.8× | \(one / insert >= 0.8 ? "yes" : "**no**") |
+        | 4 writer processes, 16 in flight each (group commit) | \(format(many)) actions/s | \(format(many / insert, 2))× | ≥ 5× | \(many / insert >= 5 ? "yes" : "**no**") |
+        | follower lag at 2,000 actions/s, p50 (\(lags.count) versions) | \(format(p50, 2)) ms | | ≤ 5 ms | \(p50 <= 5 ? "yes" : "**no**") |
+        | follower lag at 2,000 actions/s, p99 | \(format(p99, 2)) ms | | ≤ 50 ms | \(p99 <= 50 ? "yes" : "**no**") |
+        | a new follower catching up from a snapshot plus 100,000 actions | \(format(catchUpSeconds, 2)) s | | ≤ 2 s | \(catchUpSeconds <= 2 ? "yes" : "**no**") |
+        """)
+default:
+    fail("unknown mode \(arguments[1])")
+}

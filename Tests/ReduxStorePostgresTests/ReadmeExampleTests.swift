@@ -1,0 +1,97 @@
+import Foundation
+import ReduxStore
+import ReduxStorePostgres
+import Testing
+
+extension ReplicationTests {
+@Suite("The README's replication example")
+struct ReadmeExampleTests {
+    /// The README's program, as written there (its types local to this function), run as one of
+    /// two processes would run it; what it prints, without printing.
+    static func readmeProgram() async throws -> String {
+        var printed = ""
+        func print(_ items: Any...) { printed = items.map { "\($0)" }.joined(separator: " ") }
+
+        struct Tally: Codable, Sendable { var count = 0 }
+        struct Add: Action, Codable { var amount: Int; var identifier: String { "tally.add" } }
+        let add: Reducer<Tally> = { state, action in
+            if let add = action as? Add { state.count += add.amount }
+        }
+        var types = ActionTypes()
+        types.register(Add.self, for: "tally.add")   // how the other processes' payloads decode
+
+        // The server: PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE (or a URL instead of "").
+        let stream = try PostgresStream(connection: "", stream: "tally")
+        let tally = try await ReplicatedStore.open(stream, reducers: [add], initialState: Tally(), actions: types)
+        for _ in 0..<1_000 {
+            try await tally.dispatch(Add(amount: 1))   // returns once committed and applied here
+        }
+        try await tally.catchUp()                      // and what the other process committed meanwhile
+        print("tally:", tally.store.currentState().count)
+        await tally.close()
+        return printed
+    }
+
+    @Test("two copies of the README's program at once: each adds 1,000 to one tally, none lost")
+    func twoAtOnce() async throws {
+        // The README's program finds the server in the PG* variables; this suite's server is
+        // the one the test command started.
+        let url = try #require(URLComponents(string: try TestServer.url()))
+        let variables = [
+            "PGHOST": url.host ?? "", "PGPORT": "\(url.port ?? 5432)", "PGUSER": url.user ?? "",
+            "PGPASSWORD": url.password ?? "", "PGDATABASE": String(url.path.dropFirst()),
+        ]
+        for (name, value) in variables { setenv(name, value, 1) }
+        defer { for name in variables.keys { unsetenv(name) } }
+
+        struct Count: Codable, Sendable { var count = 0 }
+        struct AddToCount: Action, Codable { var amount: Int; var identifier: String { "tally.add" } }
+        var countTypes = ActionTypes()
+        countTypes.register(AddToCount.self, for: "tally.add")
+        let counting: Reducer<Count> = { state, action in
+            if let add = action as? AddToCount { state.count += add.amount }
+        }
+        let stream = try PostgresStream(connection: TestServer.url(), stream: "tally")
+        let before = try await ReplicatedStore.follow(
+            stream, reducers: [counting], initialState: Count(), actions: countTypes)
+        let start = (version: before.store.version, count: before.store.currentState().count)
+        await before.close()
+
+        async let first = Self.readmeProgram()
+        async let second = Self.readmeProgram()
+        let printed = try await [first, second]
+        for line in printed {
+            #expect(line.hasPrefix("tally: "), "printed \(line)")
+            let count = Int(line.dropFirst("tally: ".count)) ?? -1
+            #expect(count >= start.count + 1_000 && count <= start.count + 2_000, "printed \(line)")
+        }
+
+        // A third process reading the stream: both programs' actions, each once.
+        let after = try await ReplicatedStore.follow(
+            stream, reducers: [counting], initialState: Count(), actions: countTypes)
+        #expect(after.store.version == start.version + 2_000)
+        #expect(after.store.currentState().count == start.count + 2_000)
+        await after.close()
+        let replayed = try await TestServer.sql(
+            "SELECT count(*), count(DISTINCT (writer, seq)) FROM reduxstore.actions WHERE stream = 'tally'")
+        #expect(replayed.first?.first == replayed.first?.last, "no action written twice")
+    }
+
+    @Test("the README's Swift block for replication is this suite's program, line for line")
+    func readmeBlock() throws {
+        let root = String(#filePath.split(separator: "/", omittingEmptySubsequences: false)
+            .dropLast(3).joined(separator: "/"))
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let here = try String(contentsOfFile: #filePath, encoding: .utf8)
+        let block = try #require(
+            readme.components(separatedBy: "```swift\n").dropFirst()
+                .map { $0.components(separatedBy: "```")[0] }
+                .first { $0.contains("import ReduxStorePostgres") })
+        for line in block.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard !trimmed.isEmpty else { continue }
+            #expect(here.contains(trimmed), "the README's line is not in \(#fileID): \(trimmed)")
+        }
+    }
+}
+}
