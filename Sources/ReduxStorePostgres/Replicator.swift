@@ -88,6 +88,8 @@ actor Replicator<State: Codable & Sendable> {
     /// Dispatches sent and not yet applied, by seq: resolved when their row is applied.
     private var inFlight: [Int64: PendingDispatch] = [:]
     private var committing = false
+    /// A follower wake-up that came while a commit was on its way, looked at once it is done.
+    private var wokenWhileCommitting = false
     /// What stopped the replica for good; every later call throws it.
     private(set) var failure: ReplicationError?
     private var closed = false
@@ -156,6 +158,12 @@ actor Replicator<State: Codable & Sendable> {
     /// Applies what was committed since the last look; false once the replica is closed or failed.
     private func followOnce() async -> Bool {
         guard !closed, failure == nil else { return false }
+        // A commit of this process is on its way: it applies what came before it, and this
+        // wake-up (most often its own notification) is looked at once it is done.
+        if committing {
+            wokenWhileCommitting = true
+            return true
+        }
         do {
             _ = try await catchUp(through: nil)
             try await checkSnapshots()
@@ -185,7 +193,11 @@ actor Replicator<State: Codable & Sendable> {
             try await connection.listen(on: channel) { notifications in
                 wake.yield()  // anything committed before the listen started
                 for try await notification in notifications {
-                    if let version = UInt64(notification.payload) { self.learned(head: version) }
+                    if let version = UInt64(notification.payload) {
+                        self.learned(head: version)
+                        // This process's own commit, applied already: nothing to read.
+                        if version <= self.store.version { continue }
+                    }
                     wake.yield()
                 }
             }
@@ -433,6 +445,10 @@ actor Replicator<State: Codable & Sendable> {
         }
         committing = false
         if let failure { failAll(failure) }
+        if wokenWhileCommitting {
+            wokenWhileCommitting = false
+            wake.yield()
+        }
     }
 
     /// Commits `group` and applies it (with whatever other processes committed before it). A
@@ -670,8 +686,10 @@ extension PostgresConnection {
         let answer = Answer<[PostgresRow]>()
         return try await withCheckedThrowingContinuation { continuation in
             answer.wait(continuation)
-            let timer = Task {
-                guard (try? await Task.sleep(for: StreamConnection.queryTimeout)) != nil else { return }
+            // The bound, on the connection's event loop: no task of its own to start and cancel
+            // for every statement.
+            let (seconds, attoseconds) = StreamConnection.queryTimeout.components
+            let timer = eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
                 answer.give(.failure(ReplicationError(
                     .connection, "PostgreSQL did not answer within \(StreamConnection.queryTimeout)")))
             }

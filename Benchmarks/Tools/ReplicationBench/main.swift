@@ -3,6 +3,11 @@
 //
 //   bash Benchmarks/replication.sh [seconds]     # from the repository root: a throwaway cluster
 //   ReplicationBench all URL [seconds]           # against the server at URL (a scratch database)
+//   ReplicationBench writer URL                  # one writer and the plain loop only (5 s each);
+//                                                # BENCH_NO_NOTIFY=1: the writer without NOTIFY
+//   ReplicationBench order URL                  # the order's two designs at 1, 4 and 16 clients
+//   ReplicationBench hops URL                    # the plain loop's INSERT awaited through a task and
+//                                                # a continuation, as the library bounds a statement
 //
 // Figures, each over `seconds` (5 by default):
 // - insert: a plain loop of single-row INSERTs over postgres-nio (each its own transaction), of
@@ -147,12 +152,70 @@ func run(_ program: String, _ arguments: [String]) throws -> String {
     return text
 }
 
+// MARK: - How to order the appends: the stream row's lock, or an optimistic version check
+
+/// `clients` connections appending one row per transaction to one stream for `seconds`, either
+/// under the stream row's lock (as the library's statement: `UPDATE` the stream's row, `INSERT` at
+/// the version it returns) or optimistically (`INSERT` at the newest version + 1, `ON CONFLICT
+/// DO NOTHING`: a loser inserts nothing and tries again). Rows a second, and the tries that lost.
+func ordering(_ url: String, clients: Int, seconds: Double, optimistic: Bool) async throws -> (rate: Double, lost: Int) {
+    let logger = Logger(label: "ReplicationBench")
+    let setup = try await connect(url)
+    try await setup.query("CREATE SCHEMA IF NOT EXISTS bench_order", logger: logger)
+    try await setup.query("DROP TABLE IF EXISTS bench_order.actions, bench_order.streams", logger: logger)
+    try await setup.query("CREATE TABLE bench_order.streams (name text PRIMARY KEY, version bigint NOT NULL DEFAULT 0)", logger: logger)
+    try await setup.query("""
+        CREATE TABLE bench_order.actions (
+            stream text NOT NULL, version bigint NOT NULL, identifier text NOT NULL,
+            payload jsonb NOT NULL, time timestamptz NOT NULL DEFAULT now(), source text,
+            writer text NOT NULL, seq bigint NOT NULL, PRIMARY KEY (stream, version))
+        """, logger: logger)
+    try await setup.query("INSERT INTO bench_order.streams (name) VALUES ('s')", logger: logger)
+    try await setup.close()
+    let written = Count()
+    let lost = Count()
+    let deadline = now() + seconds
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for client in 0..<clients {
+            group.addTask {
+                let connection = try await connect(url)
+                let writer = "w\(client)"
+                var seq: Int64 = 0
+                while now() < deadline {
+                    seq += 1
+                    let query: PostgresQuery = optimistic
+                        ? """
+                            INSERT INTO bench_order.actions (stream, version, identifier, payload, source, writer, seq)
+                            SELECT 's', coalesce(max(version), 0) + 1, 'counter.add', '{"amount":1}', 'main.swift:1', \(writer), \(seq)
+                            FROM bench_order.actions WHERE stream = 's'
+                            ON CONFLICT DO NOTHING RETURNING version
+                            """
+                        : """
+                            WITH head AS (UPDATE bench_order.streams SET version = version + 1 WHERE name = 's' RETURNING version)
+                            INSERT INTO bench_order.actions (stream, version, identifier, payload, source, writer, seq)
+                            SELECT 's', head.version, 'counter.add', '{"amount":1}', 'main.swift:1', \(writer), \(seq)
+                            FROM head RETURNING version
+                            """
+                    let rows = try await connection.query(query, logger: logger).collect()
+                    if rows.isEmpty { lost.value.add(1, ordering: .relaxed) } else { written.value.add(1, ordering: .relaxed) }
+                }
+                try await connection.close()
+            }
+        }
+        try await group.waitForAll()
+    }
+    return (Double(written.value.load(ordering: .relaxed)) / seconds, lost.value.load(ordering: .relaxed))
+}
+
 // MARK: - Replication
 
 /// One writer, one dispatch at a time: actions a second.
 func oneWriter(_ url: String, seconds: Double) async throws -> Double {
+    var options = ReplicationOptions()
+    if getenv("BENCH_NO_NOTIFY") != nil { options.notifies = false }
     let replica = try await ReplicatedStore.open(
-        stream(url, "writer-\(getpid())"), reducers: reducers, initialState: Counter(), actions: actionTypes)
+        stream(url, "writer-\(getpid())"), reducers: reducers, initialState: Counter(), actions: actionTypes,
+        options: options)
     var count = 0
     let start = now()
     while now() - start < seconds {
@@ -330,6 +393,30 @@ case "writer-child":
     let wait = startAt - Date().timeIntervalSince1970
     if wait > 0 { try await Task.sleep(for: .nanoseconds(Int64(wait * 1e9))) }
     try await writerChild(url, streamName: arguments[3], inFlight: inFlight, deadline: deadline)
+case "hops":
+    let connection = try await connect(url)
+    let logger = Logger(label: "x")
+    _ = try await plainInserts(url, seconds: 1)
+    var n = 0
+    let t0 = now()
+    while now() - t0 < 5 {
+        n += 1
+        let q: PostgresQuery = "INSERT INTO bench_plain.actions (stream, version, identifier, payload, source, writer, seq) VALUES (\("hops"), \(Int64(n)), \("counter.add"), \(#"{"amount":1}"#)::jsonb, \("main.swift:1"), \("bench"), \(Int64(n)))"
+        _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<Int, any Error>) in
+            Task {
+                do { _ = try await connection.query(q, logger: logger).collect(); c.resume(returning: 1) } catch { c.resume(throwing: error) }
+            }
+        }
+    }
+    print("through a task:", Double(n) / (now() - t0))
+case "order":
+    for clients in [1, 4, 16] {
+        let locked = try await ordering(url, clients: clients, seconds: 5, optimistic: false)
+        let optimistic = try await ordering(url, clients: clients, seconds: 5, optimistic: true)
+        print("\(clients) clients: the stream row's lock \(format(locked.rate)) rows/s; optimistic \(format(optimistic.rate)) rows/s, \(optimistic.lost) tries lost")
+    }
+case "writer":
+    print(try await oneWriter(url, seconds: 5), "actions/s;", try await plainInserts(url, seconds: 5), "inserts/s")
 case "all":
     let seconds = arguments.count > 3 ? Double(arguments[3]) ?? 5 : 5
     print("durability: \(try durability(url))")
