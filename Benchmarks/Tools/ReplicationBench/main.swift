@@ -79,18 +79,24 @@ func stream(_ url: String, _ name: String) -> PostgresStream {
 
 // MARK: - The limit: PostgreSQL's own rate for the same rows
 
+/// A fresh table shaped as the library's `actions`, in `schema` (made if missing).
+func createActionsTable(in schema: String, on connection: PostgresConnection) async throws {
+    let logger = Logger(label: "ReplicationBench")
+    try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(schema)"), logger: logger)
+    try await connection.query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \(schema).actions"), logger: logger)
+    try await connection.query(PostgresQuery(unsafeSQL: """
+        CREATE TABLE \(schema).actions (
+            stream text NOT NULL, version bigint NOT NULL, identifier text NOT NULL,
+            payload jsonb NOT NULL, time timestamptz NOT NULL DEFAULT now(), source text,
+            writer text NOT NULL, seq bigint NOT NULL, PRIMARY KEY (stream, version))
+        """), logger: logger)
+}
+
 /// Single-row INSERTs, one after the other, for `seconds`: rows a second.
 func plainInserts(_ url: String, seconds: Double) async throws -> Double {
     let connection = try await connect(url)
     let logger = Logger(label: "ReplicationBench")
-    try await connection.query("CREATE SCHEMA IF NOT EXISTS bench_plain", logger: logger)
-    try await connection.query("DROP TABLE IF EXISTS bench_plain.actions", logger: logger)
-    try await connection.query("""
-        CREATE TABLE bench_plain.actions (
-            stream text NOT NULL, version bigint NOT NULL, identifier text NOT NULL,
-            payload jsonb NOT NULL, time timestamptz NOT NULL DEFAULT now(), source text,
-            writer text NOT NULL, seq bigint NOT NULL, PRIMARY KEY (stream, version))
-        """, logger: logger)
+    try await createActionsTable(in: "bench_plain", on: connection)
     var version: Int64 = 0
     let start = now()
     while now() - start < seconds {
@@ -161,15 +167,9 @@ func run(_ program: String, _ arguments: [String]) throws -> String {
 func ordering(_ url: String, clients: Int, seconds: Double, optimistic: Bool) async throws -> (rate: Double, lost: Int) {
     let logger = Logger(label: "ReplicationBench")
     let setup = try await connect(url)
-    try await setup.query("CREATE SCHEMA IF NOT EXISTS bench_order", logger: logger)
-    try await setup.query("DROP TABLE IF EXISTS bench_order.actions, bench_order.streams", logger: logger)
+    try await createActionsTable(in: "bench_order", on: setup)
+    try await setup.query("DROP TABLE IF EXISTS bench_order.streams", logger: logger)
     try await setup.query("CREATE TABLE bench_order.streams (name text PRIMARY KEY, version bigint NOT NULL DEFAULT 0)", logger: logger)
-    try await setup.query("""
-        CREATE TABLE bench_order.actions (
-            stream text NOT NULL, version bigint NOT NULL, identifier text NOT NULL,
-            payload jsonb NOT NULL, time timestamptz NOT NULL DEFAULT now(), source text,
-            writer text NOT NULL, seq bigint NOT NULL, PRIMARY KEY (stream, version))
-        """, logger: logger)
     try await setup.query("INSERT INTO bench_order.streams (name) VALUES ('s')", logger: logger)
     try await setup.close()
     let written = Count()
