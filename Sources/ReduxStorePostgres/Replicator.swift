@@ -32,7 +32,30 @@ struct PendingDispatch {
     let identifier: String
     let payload: String
     let source: String
-    let continuation: CheckedContinuation<UInt64, any Error>
+    let waiter: Waiter
+
+    /// Who waits for the dispatch's version.
+    enum Waiter {
+        /// A dispatch queued behind a commit on its way: resumed when applied.
+        case continuation(CheckedContinuation<UInt64, any Error>)
+        /// The dispatch whose call commits the queue itself (``Replicator/submit(identifier:payload:source:)``):
+        /// the result waits in the box for that call to return it.
+        case caller(CallerResult)
+    }
+
+    func resolve(_ result: Result<UInt64, any Error>) {
+        switch waiter {
+        case .continuation(let continuation): continuation.resume(with: result)
+        case .caller(let box): box.result = result
+        }
+    }
+}
+
+/// The result of the dispatch a ``Replicator/submit(identifier:payload:source:)`` call commits
+/// itself; touched on the replicator's actor only.
+final class CallerResult: @unchecked Sendable {
+    // @unchecked: written and read on the replicator's actor only.
+    var result: Result<UInt64, any Error>?
 }
 
 /// Lets through the replica's store only the actions the replicator applies: anything else
@@ -289,7 +312,7 @@ actor Replicator<State: Codable & Sendable> {
             let action = try decode(row)
             gate.apply(action, to: store, source: Self.site(row.source))
             if row.writer == writer, let pending = inFlight.removeValue(forKey: row.seq) {
-                pending.continuation.resume(returning: row.version)
+                pending.resolve(.success(row.version))
             }
             // At the versions snapshots are stored at: this process's own hash of the state.
             let aligned = options.snapshotEvery > 0 && row.version % UInt64(options.snapshotEvery) == 0
@@ -417,19 +440,35 @@ actor Replicator<State: Codable & Sendable> {
         }
         let seq = nextSeq
         nextSeq += 1
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.append(PendingDispatch(
-                seq: seq, identifier: identifier, payload: payload, source: source, continuation: continuation))
-            if !committing {
-                committing = true
-                Task { await self.commitQueued() }
+        if committing {
+            return try await withCheckedThrowingContinuation { continuation in
+                queue.append(PendingDispatch(
+                    seq: seq, identifier: identifier, payload: payload, source: source,
+                    waiter: .continuation(continuation)))
             }
         }
+        // No commit on its way: this call commits its dispatch itself, with any that join the
+        // queue meanwhile, rather than starting a task to and waiting to be resumed by it (two
+        // thread hops fewer for each dispatch of a lone writer: Benchmarks/README.md).
+        let box = CallerResult()
+        queue.append(PendingDispatch(
+            seq: seq, identifier: identifier, payload: payload, source: source, waiter: .caller(box)))
+        committing = true
+        await commitQueued(returningAfter: box)
+        guard let result = box.result else {
+            throw failure ?? ReplicationError(.closed, stream: stream.stream, "the replicated store was closed")
+        }
+        return try result.get()
     }
 
-    /// Commits what is queued, one group per statement, until the queue is empty.
-    private func commitQueued() async {
+    /// Commits what is queued, one group per statement, until the queue is empty; with `caller`,
+    /// only until that dispatch has its result (a task goes on with the rest).
+    private func commitQueued(returningAfter caller: CallerResult? = nil) async {
         while !queue.isEmpty, failure == nil, !closed {
+            if let caller, caller.result != nil {
+                Task { await self.commitQueued() }
+                return
+            }
             let group = Array(queue.prefix(options.maximumBatch))
             queue.removeFirst(group.count)
             for pending in group { inFlight[pending.seq] = pending }
@@ -439,7 +478,7 @@ actor Replicator<State: Codable & Sendable> {
             } catch {
                 // Not acknowledged: what the commit did not apply fails with the reason.
                 for pending in group {
-                    inFlight.removeValue(forKey: pending.seq)?.continuation.resume(throwing: error)
+                    inFlight.removeValue(forKey: pending.seq)?.resolve(.failure(error))
                 }
             }
         }
@@ -648,10 +687,10 @@ actor Replicator<State: Codable & Sendable> {
     }
 
     private func failAll(_ error: ReplicationError) {
-        let waiting = queue.map(\.continuation) + inFlight.values.map(\.continuation)
+        let waiting = queue + inFlight.values
         queue.removeAll()
         inFlight.removeAll()
-        for continuation in waiting { continuation.resume(throwing: error) }
+        for pending in waiting { pending.resolve(.failure(error)) }
     }
 
     /// Waits for the dispatches sent, stops following and closes the connections. Idempotent.
