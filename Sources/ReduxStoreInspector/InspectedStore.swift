@@ -92,7 +92,7 @@ final class InspectedStore: Sendable {
             // then); what follows reaches the page through its sender, patched from this state.
             let state: Result<(version: UInt64, value: JSONValue), StoreError>
             do throws(StoreError) { state = .success(try access.state(at: nil)) } catch { state = .failure(error) }
-            let read = access.readLog(after: 0, limit: options.keptActions, wake: nil)
+            let read = access.readLog(after: 0, limit: options.keptActions, includingState: false, wake: nil)
             let version = (try? state.get().version) ?? read?.version ?? access.version
             return (read?.changes.filter { $0.version <= version } ?? [], version, state.map(\.value))
         }
@@ -133,10 +133,11 @@ final class InspectedStore: Sendable {
 
     var clientCount: Int { shared.withLock { $0.clients.count } }
 
-    /// The store's log after `version` (``keepsLog``): at most `limit` changes, the newest, with
-    /// the state at the newest version; or, when there is none, `wake` is left for the next.
+    /// The store's log after `version` (``keepsLog``): at most `limit` changes, the oldest, with
+    /// the state at the store's version when they reach it; or, when there is none, `wake` is
+    /// left for the next.
     func readLog(after version: UInt64, limit: Int, wake: @escaping @Sendable () -> Void) -> LogRead? {
-        access.readLog(after: version, limit: limit, wake: wake)
+        access.readLog(after: version, limit: limit, includingState: true, wake: wake)
     }
 
     // MARK: The store
@@ -276,27 +277,30 @@ package protocol StoreAccess: Sendable {
     var keepsLog: Bool { get }
     /// Keeps the store's own log of the last `capacity` changes; 0 stops it.
     func keepLog(_ capacity: Int)
-    /// The log's changes after `version`, at most the newest `limit`, with the state at the
-    /// newest version when there are any; when there is none, `wake` is called at the next.
-    func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead?
+    /// The log's changes after `version`, at most the oldest `limit`, with `includingState` the
+    /// state at the store's version when they reach it; when there is none, `wake` is called at
+    /// the next.
+    func readLog(after version: UInt64, limit: Int, includingState: Bool, wake: (@Sendable () -> Void)?) -> LogRead?
 }
 
 /// What a page's sender reads of a store's log at one instant.
 package struct LogRead: Sendable {
     package var changes: [LoggedChange]
-    /// Versions after the one asked for that are not in ``changes`` (older than the log keeps,
-    /// or past the limit).
+    /// Versions after the one asked for older than ``changes``' oldest: the log no longer
+    /// keeps them.
     package var dropped: UInt64
     /// The store's version when read.
     package var version: UInt64
-    /// The state at ``version``, when there are changes.
+    /// The state at ``version``, when asked for and ``changes`` reach it.
     package var state: Result<JSONValue, StoreError>?
 }
 
 extension StoreAccess {
     package var keepsLog: Bool { false }
     package func keepLog(_ capacity: Int) {}
-    package func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? { nil }
+    package func readLog(
+        after version: UInt64, limit: Int, includingState: Bool, wake: (@Sendable () -> Void)?
+    ) -> LogRead? { nil }
     package var recorded: [LoggedChange] { [] }
     package func detached() {}
     package var dispatchableIdentifiers: [String]? { [] }
@@ -325,8 +329,8 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     var keepsLog: Bool { true }
     func keepLog(_ capacity: Int) { store.keepActionLog(capacity) }
 
-    func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? {
-        guard let read = store.readActionLog(after: version, limit: limit, includingState: true, wake: wake)
+    func readLog(after version: UInt64, limit: Int, includingState: Bool, wake: (@Sendable () -> Void)?) -> LogRead? {
+        guard let read = store.readActionLog(after: version, limit: limit, includingState: includingState, wake: wake)
         else { return nil }
         return LogRead(
             changes: read.records.map { .record($0) }, dropped: read.dropped, version: read.version,

@@ -727,8 +727,7 @@ extension PostgresConnection {
             answer.wait(continuation)
             // The bound, on the connection's event loop: no task of its own to start and cancel
             // for every statement.
-            let (seconds, attoseconds) = StreamConnection.queryTimeout.components
-            let timer = eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {
+            let timer = eventLoop.scheduleTask(in: .nanoseconds(Int64(StreamConnection.queryTimeout.seconds * 1e9))) {
                 answer.give(.failure(ReplicationError(
                     .connection, "PostgreSQL did not answer within \(StreamConnection.queryTimeout)")))
             }

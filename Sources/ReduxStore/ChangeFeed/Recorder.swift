@@ -316,7 +316,7 @@ extension Store {
     /// The record of `action`, owning what it holds: a C action's payload is copied
     /// (``journalCopier``), a C caller's file name kept (``DispatchSite/kept()``).
     @inline(__always)
-    func makeRecordLocked(
+    private func makeRecordLocked(
         _ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite,
         patch: [JSONPatch.Operation]? = nil, patchError: String? = nil
     ) -> ChangeRecord {

@@ -61,20 +61,4 @@ extension Store {
         }
         return result
     }
-
-    /// Replaces the state with `state`, a copy of that of `version` that the caller kept (the live
-    /// inspector keeps the states it sent), as ``restore(version:)`` does with one the history
-    /// keeps.
-    ///
-    /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer, or on a store whose
-    ///   versions another decides.
-    package func restore(_ state: State, from version: UInt64) throws(StoreError) {
-        if isInsideReducer {
-            throw StoreError(.invalidArgument, "restore(version:) inside a reducer: restore before or after the action")
-        }
-        if let refusal = localChangesRefusal {
-            throw StoreError(.invalidArgument, "restore(version: \(version)): \(refusal)")
-        }
-        applyReplacingState(with: state, restoredFrom: version)
-    }
 }
