@@ -381,18 +381,7 @@ struct StoreInspectorTests {
         #expect(printed == "open http://127.0.0.1:\(inspector.port)/?token=\(inspector.token)")
         await inspector.stop()
 
-        let root = String(#filePath.split(separator: "/", omittingEmptySubsequences: false)
-            .dropLast(3).joined(separator: "/"))
-        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
-        let here = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let block = try #require(
-            readme.components(separatedBy: "```swift\n").dropFirst()
-                .map { $0.components(separatedBy: "```")[0] }
-                .first { $0.contains("import ReduxStoreInspector") })
-        for line in block.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty else { continue }
-            #expect(here.contains(trimmed), "the README's line is not in \(#fileID): \(trimmed)")
-        }
+        let missing = try #require(readmeLinesMissing(fromTest: #filePath, blockImporting: "ReduxStoreInspector"))
+        #expect(missing.isEmpty, "the README's lines not in \(#fileID): \(missing)")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ReduxStore
 import ReduxStorePostgres
+import ReduxStoreTestSupport
 import Testing
 
 extension ReplicationTests {
@@ -79,19 +80,8 @@ struct ReadmeExampleTests {
 
     @Test("the README's Swift block for replication is this suite's program, line for line")
     func readmeBlock() throws {
-        let root = String(#filePath.split(separator: "/", omittingEmptySubsequences: false)
-            .dropLast(3).joined(separator: "/"))
-        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
-        let here = try String(contentsOfFile: #filePath, encoding: .utf8)
-        let block = try #require(
-            readme.components(separatedBy: "```swift\n").dropFirst()
-                .map { $0.components(separatedBy: "```")[0] }
-                .first { $0.contains("import ReduxStorePostgres") })
-        for line in block.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            guard !trimmed.isEmpty else { continue }
-            #expect(here.contains(trimmed), "the README's line is not in \(#fileID): \(trimmed)")
-        }
+        let missing = try #require(readmeLinesMissing(fromTest: #filePath, blockImporting: "ReduxStorePostgres"))
+        #expect(missing.isEmpty, "the README's lines not in \(#fileID): \(missing)")
     }
 }
 }
