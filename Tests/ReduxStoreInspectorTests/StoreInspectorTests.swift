@@ -99,10 +99,9 @@ private final class Page: @unchecked Sendable {
 
 /// Connects to `url`'s WebSocket as a page would, runs `script`, then closes.
 private func connectPage(
-    _ inspector: StoreInspector, origin: String? = nil,
+    _ inspector: StoreInspector, origin: String? = nil, as page: Page = Page(),
     _ script: @escaping @Sendable (Page, WebSocketOutboundWriter) async throws -> Void
 ) async throws -> Page {
-    let page = Page()
     // A change's patch or a state answer can be larger than the client's default frame (16 KiB).
     var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24)
     if let origin { configuration.additionalHeaders[.origin] = origin }
@@ -324,6 +323,30 @@ struct StoreInspectorTests {
         }
         #expect(covered == 3_001)
         #expect(document == (try JSONValue(encoding: store.currentState())))
+    }
+
+    @Test("two pages waiting for the next change both hear it, each time")
+    func twoPagesWaiting() async throws {
+        let store = Store(reducers: [reducer], state: Todos())
+        let inspector = try await StoreInspector(store)
+        defer { Task { await inspector.stop() } }
+        let second = Page()
+        let first = try await connectPage(inspector) { first, _ in
+            _ = try await connectPage(inspector, as: second) { _, _ in
+                _ = await first.wait { $0["type"] as? String == "hello" }
+                _ = await second.wait { $0["type"] as? String == "hello" }
+                for round in 1...3 {
+                    // Both pages' senders have found nothing new and wait.
+                    try await Task.sleep(for: .milliseconds(50))
+                    store.dispatchAction(AddTodo(title: "t\(round)"))
+                    for page in [first, second] {
+                        let heard = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == round }
+                        #expect(heard != nil, "a page did not hear version \(round)")
+                    }
+                }
+            }
+        }
+        #expect(first.all.first?["type"] as? String == "hello")
     }
 
     @Test("keptActions 0: nothing is recorded while no page is connected; a page sees what is applied while it is open")

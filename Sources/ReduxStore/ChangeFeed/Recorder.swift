@@ -99,7 +99,7 @@ struct JournalWait {
 }
 
 /// The records of the last applied actions, without patches, oldest first
-/// (``Store/keepActionLog(_:)``): a ring of ``capacity`` records in the store's core, touched under
+/// (``Store/keepActionLog(_:ticked:)``): a ring of ``capacity`` records in the store's core, touched under
 /// the store's lock only. Its reader (``Store/readActionLog(after:limit:includingState:wake:)``)
 /// may leave a wake-up that the next record calls, so it can wait for changes without polling
 /// and without a call per action.
@@ -129,15 +129,26 @@ struct ActionLog {
     private var count = 0
     /// The slot of the oldest record once the ring is full.
     private var start = 0
-    /// Called (and cleared) by the next record, under the store's lock: it must only signal.
-    private var wake: (@Sendable () -> Void)?
+    /// Called (and cleared) by the next record, under the store's lock: they must only signal.
+    /// One for each reader that waits (each page's sender).
+    private var wakes: [@Sendable () -> Void] = []
     private var armed = false
+    /// The time the last record took, in nanoseconds since 1970, and whether the next record
+    /// reads the clock again.
+    private var time: Int64 = 0
+    private var clockDue = true
+    /// Whether a ticker says when to read the clock again (``tick()``); otherwise every record
+    /// reads it.
+    private var ticked = false
 
     /// Whether records are kept.
     var isOn: Bool { @inline(__always) get { capacity > 0 } }
 
-    /// Keeps the newest `capacity` records (0: none), the newest of those it has.
-    mutating func resize(to capacity: Int) {
+    /// Keeps the newest `capacity` records (0: none), the newest of those it has; with `ticked`,
+    /// a record reads the clock only after a ``tick()``.
+    mutating func resize(to capacity: Int, ticked: Bool) {
+        self.ticked = ticked
+        clockDue = true
         guard capacity != self.capacity else { return }
         let kept = records(after: 0, limit: .max).records.suffix(max(capacity, 0))
         deallocateRecords()
@@ -178,16 +189,35 @@ struct ActionLog {
     @inline(never)
     private mutating func ring() {
         armed = false
-        let wake = self.wake
-        self.wake = nil
-        wake?()
+        let wakes = self.wakes
+        self.wakes = []
+        for wake in wakes { wake() }
     }
 
-    /// Leaves `wake` for the next record (replacing any left before).
+    /// Leaves `wake` for the next record, beside those other readers left.
     mutating func arm(_ wake: @escaping @Sendable () -> Void) {
-        self.wake = wake
+        wakes.append(wake)
         armed = true
     }
+
+    /// The time for a record: the coarse clock's (nanoseconds since 1970), read again only
+    /// after a ``tick()`` when the log is ticked.
+    @inline(__always)
+    mutating func now() -> Int64 {
+        if clockDue { readClock() }
+        return time
+    }
+
+    @inline(never)
+    private mutating func readClock() {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        time = Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+        clockDue = !ticked
+    }
+
+    /// Lets the next record read the clock again.
+    mutating func tick() { clockDue = true }
 
     /// The records of versions after `version`, oldest first, at most `limit`; `dropped` counts
     /// the versions after `version` older than the oldest it returns, which it no longer holds.
@@ -228,6 +258,7 @@ struct ActionLog {
         #if REDUXSTORE_INTERNAL_CHECKS
         precondition((entries != nil) == (capacity > 0) && (actions != nil) == (capacity > 0),
                      "ReduxStore: the action log's columns do not match its capacity")
+        precondition(armed == !wakes.isEmpty, "ReduxStore: the action log is armed without a wake-up, or the reverse")
         precondition(count >= 0 && count <= capacity && (start == 0 || (count == capacity && start < capacity)),
                      "ReduxStore: the action log's ring is out of bounds")
         guard let entries, count > 0 else { return }
@@ -245,22 +276,20 @@ struct ActionLog {
     mutating func deallocate() {
         deallocateRecords()
         capacity = 0
-        wake = nil
+        wakes = []
         armed = false
     }
 }
 
 extension Store {
-    /// Appends `action`'s record to the action log (``Store/keepActionLog(_:)``), owning what it
+    /// Appends `action`'s record to the action log (``Store/keepActionLog(_:ticked:)``), owning what it
     /// holds as ``makeRecordLocked(_:at:batch:source:patch:patchError:)``'s does. The caller holds
     /// the lock and has checked that the log is on.
     @inline(__always)
     func logLocked(_ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite) {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME_COARSE, &time)
-        let nanoseconds = Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
-        let source = source.borrowed ? source.kept() : source
         let core = core.unsafe.valuePointer
+        let nanoseconds = core.pointee.actionLog.now()
+        let source = source.borrowed ? source.kept() : source
         if let journalCopier {
             core.pointee.actionLog.append(
                 journalCopier(action), version: version, time: nanoseconds, batch: batch, source: source)

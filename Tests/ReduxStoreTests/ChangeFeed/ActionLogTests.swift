@@ -1,0 +1,108 @@
+import Foundation
+import ReduxStore
+import Synchronization
+import Testing
+
+private struct Counter: Codable, Equatable, Sendable { var count = 0 }
+private struct Add: Action, Codable { var identifier: String { "counter.add" }; var amount: Int }
+private let add: Reducer<Counter> = { state, action in
+    if let add = action as? Add { state.count += add.amount }
+}
+
+/// Counts the calls of the wake-ups it makes.
+private final class Wakes: Sendable {
+    private let counts = Mutex([Int](repeating: 0, count: 4))
+    func wake(_ index: Int) -> @Sendable () -> Void { { self.counts.withLock { $0[index] += 1 } } }
+    var all: [Int] { counts.withLock { $0 } }
+}
+
+private func nanoseconds(_ time: timespec) -> Int64 { Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec) }
+
+@Suite("The store's action log (what the live inspector reads)")
+struct ActionLogTests {
+    @Test("off unless kept; keeps the newest records, in order, and counts what it no longer holds")
+    func ring() throws {
+        let store = Store(reducers: [add], state: Counter())
+        #expect(store.readActionLog(after: 0, includingState: false) == nil)
+        store.keepActionLog(4)
+        for amount in 1...6 { store.dispatchAction(Add(amount: amount)) }
+        let read = try #require(store.readActionLog(after: 0, includingState: false))
+        #expect(read.records.map(\.version) == [3, 4, 5, 6])
+        #expect(read.records.map { ($0.action as? Add)?.amount } == [3, 4, 5, 6])
+        #expect(read.dropped == 2)
+        #expect(read.version == 6)
+        #expect(read.state == nil)
+        // The oldest `limit` after a version; the state only when the records reach the store's.
+        let some = try #require(store.readActionLog(after: 3, limit: 2, includingState: true))
+        #expect(some.records.map(\.version) == [4, 5])
+        #expect(some.dropped == 0)
+        #expect(some.state == nil)
+        let rest = try #require(store.readActionLog(after: 5, includingState: true))
+        #expect(rest.records.map(\.version) == [6])
+        #expect(try rest.state?.get() == (try JSONValue(encoding: Counter(count: 21))))
+        // Shrinking keeps the newest; 0 stops the log.
+        store.keepActionLog(2)
+        #expect(store.readActionLog(after: 0, includingState: false)?.records.map(\.version) == [5, 6])
+        store.keepActionLog(0)
+        #expect(store.readActionLog(after: 0, includingState: false) == nil)
+    }
+
+    @Test("a record keeps the batch's versions and where it was dispatched from")
+    func fields() throws {
+        let store = Store(reducers: [add], state: Counter())
+        store.keepActionLog(10)
+        let line = #line + 1
+        store.dispatchAction(Add(amount: 1))
+        store.dispatchActions([Add(amount: 2), Add(amount: 3)])
+        let records = try #require(store.readActionLog(after: 0, includingState: false)).records
+        #expect(records.map(\.batch) == [nil, 2...3, 2...3])
+        #expect(records[0].source.line == UInt(line))
+    }
+
+    @Test("every reader waiting is woken once by the next record, and not again")
+    func wakes() throws {
+        let store = Store(reducers: [add], state: Counter())
+        store.keepActionLog(10)
+        let wakes = Wakes()
+        // A reader that finds records leaves no wake-up.
+        store.dispatchAction(Add(amount: 1))
+        _ = store.readActionLog(after: 0, includingState: false, wake: wakes.wake(3))
+        _ = store.readActionLog(after: 1, includingState: false, wake: wakes.wake(0))
+        _ = store.readActionLog(after: 1, includingState: false, wake: wakes.wake(1))
+        #expect(wakes.all == [0, 0, 0, 0])
+        store.dispatchAction(Add(amount: 1))
+        #expect(wakes.all == [1, 1, 0, 0])
+        store.dispatchAction(Add(amount: 1))
+        #expect(wakes.all == [1, 1, 0, 0])
+        // Stopping the log wakes whoever waits, so no reader waits for a log that is gone.
+        _ = store.readActionLog(after: 3, includingState: false, wake: wakes.wake(2))
+        store.keepActionLog(0)
+        #expect(wakes.all == [1, 1, 1, 0])
+    }
+
+    @Test("ticked, a record reads the clock only after a tick; otherwise each reads it")
+    func ticked() throws {
+        let store = Store(reducers: [add], state: Counter())
+        store.keepActionLog(10, ticked: true)
+        // The coarse clock moves every few milliseconds: 30 ms apart, two readings differ.
+        store.dispatchAction(Add(amount: 1))
+        Thread.sleep(forTimeInterval: 0.03)
+        store.dispatchAction(Add(amount: 1))
+        store.tickActionLog()
+        Thread.sleep(forTimeInterval: 0.03)
+        store.dispatchAction(Add(amount: 1))
+        var times = try #require(store.readActionLog(after: 0, includingState: false)).records.map { nanoseconds($0.time) }
+        #expect(times[0] == times[1], "no tick: the same time")
+        #expect(times[2] > times[1], "after a tick: the clock again")
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        #expect(abs(now - times[2]) < 10_000_000_000, "the time is the wall clock's")
+
+        store.keepActionLog(10, ticked: false)
+        Thread.sleep(forTimeInterval: 0.03)
+        store.dispatchAction(Add(amount: 1))
+        Thread.sleep(forTimeInterval: 0.03)
+        store.dispatchAction(Add(amount: 1))
+        times = try #require(store.readActionLog(after: 3, includingState: false)).records.map { nanoseconds($0.time) }
+        #expect(times.count == 2 && times[1] > times[0], "unticked: every record reads the clock")
+    }
+}
