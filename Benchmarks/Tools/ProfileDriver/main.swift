@@ -109,6 +109,39 @@ case "inspector-idle":
     let inspector = try! await StoreInspector(store, options: options)
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     await inspector.stop()
+case "inspector-paired":
+    // Not for callgrind: like the paired benchmark, bursts of 1,000 dispatches on a store without
+    // an inspector, one with an idle inspector (KEPT_ACTIONS), one with keptActions 0, in
+    // rotating order, 4 MiB of memory written between bursts (as a program does between them);
+    // prints the medians of the bursts' ratios. `count`: samples.
+    let off = Store(reducers: [add], state: Counter())
+    let idle = Store(reducers: [add], state: Counter())
+    let quiet = Store(reducers: [add], state: Counter())
+    var options = InspectorOptions()
+    if let kept = getenv("KEPT_ACTIONS") { options.keptActions = Int(atoi(kept)) }
+    let idleInspector = try! await StoreInspector(idle, options: options)
+    options.keptActions = 0
+    let quietInspector = try! await StoreInspector(quiet, options: options)
+    var junk = [UInt8](repeating: 0, count: 4 << 20)
+    var ratios: [[Double]] = [[], []]
+    for sample in 0..<count {
+        var times = [UInt64](repeating: 0, count: 3)
+        for turn in 0..<3 {
+            let kind = (turn + sample) % 3
+            let store = [off, idle, quiet][kind]
+            for index in stride(from: 0, to: junk.count, by: 64) { junk[index] &+= 1 }
+            let start = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<1_000 { store.dispatchAction(Increment(amount: 1)) }
+            times[kind] = DispatchTime.now().uptimeNanoseconds - start
+        }
+        ratios[0].append(Double(times[1]) / Double(times[0]))
+        ratios[1].append(Double(times[2]) / Double(times[0]))
+    }
+    sink(junk)
+    let medians = ratios.map { $0.sorted()[$0.count / 2] }
+    print("idle/off \(medians[0])  quiet/off \(medians[1])")
+    await idleInspector.stop()
+    await quietInspector.stop()
 case "journal":
     let store = Store(reducers: [add], state: Counter())
     try! store.startJournal(at: journalPath)

@@ -104,31 +104,34 @@ struct JournalWait {
 /// may leave a wake-up that the next record calls, so it can wait for changes without polling
 /// and without a call per action.
 ///
-/// A record lives in memory the log allocates itself, in two columns (the action, and its plain
-/// fields), not in an array of records in a class: a dispatch writes the fields straight to
-/// their slot, without a retain, a release, an exclusivity check or a copy of a whole record. Measured with `ProfileDriver
-/// inspector-idle` against `dispatch-o0` (perf on swift-packages-b): an array of records in a
-/// class cost a dispatch 2.4× one without; a ring of whole records 1.5× (copies of the record
-/// through the stack stalled on store forwarding); the two columns are the figure in
-/// `Benchmarks/README.md`, "The live inspector". Invariant: the slots `0..<count` of both columns
-/// are initialized, the rest not; ``deallocate()`` runs once, at the store's deinit.
+/// What a dispatch writes is kept to the least: the action and its source, each in a column of
+/// memory the log allocates itself (not an array of records in a class: no retain, release,
+/// exclusivity check or copy of a whole record). The rest is implied or rare: the records are
+/// of consecutive versions (every applied version is logged while the log is on), so a slot's
+/// version follows from the newest; a time is kept once per reading of the clock (``times``),
+/// a batch once per batch (``batches``). Measured with `ProfileDriver inspector-paired`
+/// (swift-packages-b): an array of records in a class cost a dispatch 2.4× one without; a ring
+/// of whole records 1.5×; two columns (the action; version, time, batch and source) 1.11×; the
+/// action and its source alone, the figure in `Benchmarks/README.md`, "The live inspector".
+///
+/// Invariant: the slots of the `count` records, from `start` on around the ring, are
+/// initialized in both columns, the rest not; ``times`` and ``batches`` are in version order and
+/// ``times`` has a mark at or before the oldest record's version; ``deallocate()`` runs once, at
+/// the store's deinit.
 struct ActionLog {
     private(set) var capacity = 0
-    /// A record's plain fields, written with plain stores.
-    private struct Entry {
-        var version: UInt64
-        /// Nanoseconds since 1970 (``ChangeRecord/time``).
-        var time: Int64
-        /// The batch's first and last versions, 0 for none.
-        var batchFirst: UInt64
-        var batchLast: UInt64
-        var source: DispatchSite
-    }
-    private var entries: UnsafeMutablePointer<Entry>?
     private var actions: UnsafeMutablePointer<any Action>?
+    private var sources: UnsafeMutablePointer<DispatchSite>?
     private var count = 0
     /// The slot of the oldest record once the ring is full.
     private var start = 0
+    /// The newest record's version; the one `n` slots older has `newest - n`.
+    private var newest: UInt64 = 0
+    /// The time of each reading of the clock, from the version that first took it: a record's
+    /// time is that of the last mark at or before its version.
+    private var times: [(version: UInt64, time: Int64)] = []
+    /// The batches (``Store/dispatchActions(_:file:line:)``) of the records, oldest first.
+    private var batches: [ClosedRange<UInt64>] = []
     /// Called (and cleared) by the next record, under the store's lock: they must only signal.
     /// One for each reader that waits (each page's sender).
     private var wakes: [@Sendable () -> Void] = []
@@ -154,36 +157,105 @@ struct ActionLog {
         deallocateRecords()
         self.capacity = max(capacity, 0)
         if self.capacity > 0 {
-            entries = .allocate(capacity: self.capacity)
             actions = .allocate(capacity: self.capacity)
+            sources = .allocate(capacity: self.capacity)
             for record in kept {
-                append(record.action, version: record.version, time: record.nanoseconds, batch: record.batch,
-                       source: record.source)
+                if record.batch?.lowerBound == record.version { batches.append(record.batch!) }
+                if times.last?.time != record.nanoseconds { times.append((record.version, record.nanoseconds)) }
+                append(record.action, version: record.version, source: record.source)
             }
         } else if armed {
             ring()
         }
     }
 
+    /// Appends a record; `version` is the one after the newest's (the first, any).
     @inline(__always)
-    mutating func append(
-        _ action: any Action, version: UInt64, time: Int64, batch: ClosedRange<UInt64>?, source: DispatchSite
-    ) {
-        guard let entries, let actions else { return }
+    mutating func append(_ action: any Action, version: UInt64, source: DispatchSite) {
+        guard let actions, let sources else { return }
         let slot: Int
         if count < capacity {
-            slot = count
+            slot = (start + count) % capacity
             count += 1
-            (actions + slot).initialize(to: action)
         } else {
             slot = start
             start = start + 1 == capacity ? 0 : start + 1
-            actions[slot] = action
+            if UnsafeRawPointer(actions + slot).load(fromByteOffset: Self.typeOffset, as: UInt.self) != trivialType {
+                (actions + slot).deinitialize(count: 1)
+            }
         }
-        (entries + slot).initialize(to: Entry(
-            version: version, time: time, batchFirst: batch?.lowerBound ?? 0, batchLast: batch?.upperBound ?? 0,
-            source: source))
+        // `as any Action`: the container's bytes, not those of the value inside (a generic
+        // parameter opens an existential argument).
+        let copied = withUnsafeBytes(of: action as any Action) { bytes in
+            assert(bytes.count == MemoryLayout<any Action>.size)
+            guard bytes.load(fromByteOffset: Self.typeOffset, as: UInt.self) == trivialType else { return false }
+            UnsafeMutableRawPointer(actions + slot).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            return true
+        }
+        if !copied {
+            // Copied straight into its slot: an assignment (`actions[slot] = action`) copied it
+            // through a temporary first, a third call of the action's value witnesses.
+            (actions + slot).initialize(to: action)
+            let type = type(of: action)
+            if UInt(bitPattern: ObjectIdentifier(type)) != examinedType { learn(type) }
+        }
+        (sources + slot).initialize(to: source)
+        newest = version
         if armed { ring() }
+    }
+
+    /// The type of the actions last appended, when it is trivial (no reference, nothing to do
+    /// to copy or destroy it) and fits an existential's inline buffer: the identity of its
+    /// metadata, which an `any Action`'s container holds after its three words of buffer. Such
+    /// an action is copied into the ring as its container's bytes, and its slot overwritten
+    /// without destroying it: no call of the type's value witnesses (two a record otherwise,
+    /// about 2 ns of a 36 ns dispatch by `ProfileDriver inspector-paired`). 0: none yet.
+    private var trivialType: UInt = 0
+    /// The type last examined for that (so a store of other actions examines each one once a run).
+    private var examinedType: UInt = 0
+    private static let typeOffset = 3 * MemoryLayout<Int>.size
+
+    @inline(never)
+    private mutating func learn(_ type: any Action.Type) {
+        func isTrivialInline<T>(_: T.Type) -> Bool {
+            _isPOD(T.self) && MemoryLayout<T>.size <= 3 * MemoryLayout<Int>.size
+                && MemoryLayout<T>.alignment <= MemoryLayout<Int>.alignment
+        }
+        examinedType = UInt(bitPattern: ObjectIdentifier(type))
+        if isTrivialInline(type) { trivialType = examinedType }
+    }
+
+    /// Notes that the records of `batch` (appended from now on) are one batch.
+    mutating func noteBatch(_ batch: ClosedRange<UInt64>) {
+        trimMarks()
+        batches.append(batch)
+    }
+
+    /// The time for the record of `version`, appended next: the coarse clock's (nanoseconds
+    /// since 1970), read again only after a ``tick()`` when the log is ticked.
+    @inline(__always)
+    mutating func stamp(_ version: UInt64) {
+        if clockDue { readClock(version) }
+    }
+
+    @inline(never)
+    private mutating func readClock(_ version: UInt64) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME_COARSE, &now)
+        time = Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
+        clockDue = !ticked
+        trimMarks()
+        times.append((version, time))
+    }
+
+    /// Drops the marks no record needs any more, when there are more of them than records: the
+    /// times before the last at or before the oldest record, the batches that end before it.
+    private mutating func trimMarks() {
+        guard times.count + batches.count > 2 * count + 16 else { return }
+        let oldest = newest &- UInt64(count) &+ 1
+        if let last = times.lastIndex(where: { $0.version <= oldest }), last > 0 { times.removeFirst(last) }
+        if count == 0 { times.removeAll(keepingCapacity: true) }
+        batches.removeAll { $0.upperBound < oldest || count == 0 }
     }
 
     @inline(never)
@@ -200,75 +272,72 @@ struct ActionLog {
         armed = true
     }
 
-    /// The time for a record: the coarse clock's (nanoseconds since 1970), read again only
-    /// after a ``tick()`` when the log is ticked.
-    @inline(__always)
-    mutating func now() -> Int64 {
-        if clockDue { readClock() }
-        return time
-    }
-
-    @inline(never)
-    private mutating func readClock() {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME_COARSE, &now)
-        time = Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
-        clockDue = !ticked
-    }
-
     /// Lets the next record read the clock again.
     mutating func tick() { clockDue = true }
 
     /// The records of versions after `version`, oldest first, at most `limit`; `dropped` counts
     /// the versions after `version` older than the oldest it returns, which it no longer holds.
     func records(after version: UInt64, limit: Int) -> (records: [ChangeRecord], dropped: UInt64) {
-        guard let entries, let actions else { return ([], 0) }
-        var newer = 0
-        while newer < count, entries[(start + count - 1 - newer) % count].version > version { newer += 1 }
-        let taken = min(newer, max(limit, 0))
+        guard let actions, let sources, count > 0 else { return ([], 0) }
+        let oldest = newest &- UInt64(count) &+ 1
+        let first = max(version &+ 1, oldest)
+        guard version < newest else { return ([], 0) }
+        let taken = Int(min(newest &- first &+ 1, UInt64(max(limit, 0))))
+        guard taken > 0 else { return ([], 0) }
         var result: [ChangeRecord] = []
         result.reserveCapacity(taken)
-        for offset in (count - newer)..<(count - newer + taken) {
-            let slot = (start + offset) % count
-            let entry = entries[slot]
+        var timeIndex = (times.lastIndex { $0.version <= first }) ?? 0
+        var batchIndex = batches.firstIndex { $0.upperBound >= first } ?? batches.count
+        for offset in 0..<taken {
+            let recordVersion = first &+ UInt64(offset)
+            let slot = (start + Int(recordVersion &- oldest)) % capacity
+            while timeIndex + 1 < times.count, times[timeIndex + 1].version <= recordVersion { timeIndex += 1 }
+            while batchIndex < batches.count, batches[batchIndex].upperBound < recordVersion { batchIndex += 1 }
+            let batch = batchIndex < batches.count && batches[batchIndex].contains(recordVersion) ? batches[batchIndex] : nil
             result.append(ChangeRecord(
-                version: entry.version, action: actions[slot], nanoseconds: entry.time,
-                batchFirst: entry.batchFirst, batchLast: entry.batchLast, source: entry.source))
+                version: recordVersion, action: actions[slot], nanoseconds: times.isEmpty ? 0 : times[timeIndex].time,
+                batchFirst: batch?.lowerBound ?? 0, batchLast: batch?.upperBound ?? 0, source: sources[slot]))
         }
-        guard let first = result.first?.version else { return ([], 0) }
         return (result, first > version &+ 1 ? first &- version &- 1 : 0)
     }
 
     private mutating func deallocateRecords() {
-        guard let entries, let actions else { return }
-        actions.deinitialize(count: count)
+        guard let actions, let sources else { return }
+        for offset in 0..<count {
+            let slot = actions + (start + offset) % capacity
+            if UnsafeRawPointer(slot).load(fromByteOffset: Self.typeOffset, as: UInt.self) != trivialType {
+                slot.deinitialize(count: 1)
+            }
+        }
         actions.deallocate()
-        entries.deallocate()
-        self.entries = nil
+        sources.deallocate()
         self.actions = nil
+        self.sources = nil
         count = 0
         start = 0
+        times.removeAll()
+        batches.removeAll()
     }
 
     /// Checks the ring (under REDUXSTORE_INTERNAL_CHECKS, from ``Store/_checkInvariantsLocked()``):
     /// its columns exist exactly while it is on, at most ``capacity`` slots are filled, the oldest
-    /// slot is within them, and the versions grow from the oldest to the newest, which is at most
-    /// the store's.
+    /// slot is within them, the newest version is at most the store's, and the marks are in
+    /// order with a time for the oldest record.
     func _checkInvariants(newest version: UInt64) {
         #if REDUXSTORE_INTERNAL_CHECKS
-        precondition((entries != nil) == (capacity > 0) && (actions != nil) == (capacity > 0),
+        precondition((actions != nil) == (capacity > 0) && (sources != nil) == (capacity > 0),
                      "ReduxStore: the action log's columns do not match its capacity")
         precondition(armed == !wakes.isEmpty, "ReduxStore: the action log is armed without a wake-up, or the reverse")
         precondition(count >= 0 && count <= capacity && (start == 0 || (count == capacity && start < capacity)),
                      "ReduxStore: the action log's ring is out of bounds")
-        guard let entries, count > 0 else { return }
-        var previous: UInt64 = 0
-        for offset in 0..<count {
-            let current = entries[(start + offset) % count].version
-            precondition(current > previous, "ReduxStore: the action log's versions do not grow")
-            previous = current
-        }
-        precondition(previous <= version, "ReduxStore: the action log holds a version the store has not reached")
+        guard count > 0 else { return }
+        precondition(newest <= version && UInt64(count) <= newest,
+                     "ReduxStore: the action log holds a version the store has not reached")
+        precondition(zip(times, times.dropFirst()).allSatisfy { $0.version < $1.version }
+                     && (times.first.map { $0.version <= newest &- UInt64(count) &+ 1 } ?? false),
+                     "ReduxStore: the action log's times are out of order or miss its oldest record")
+        precondition(zip(batches, batches.dropFirst()).allSatisfy { $0.upperBound < $1.lowerBound },
+                     "ReduxStore: the action log's batches are out of order")
         #endif
     }
 
@@ -288,13 +357,14 @@ extension Store {
     @inline(__always)
     func logLocked(_ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite) {
         let core = core.unsafe.valuePointer
-        let nanoseconds = core.pointee.actionLog.now()
+        core.pointee.actionLog.stamp(version)
+        if let batch, batch.lowerBound == version { core.pointee.actionLog.noteBatch(batch) }
         let source = source.borrowed ? source.kept() : source
-        if let journalCopier {
-            core.pointee.actionLog.append(
-                journalCopier(action), version: version, time: nanoseconds, batch: batch, source: source)
+        // The copier tested first: `if let` alone retains and releases it on every dispatch.
+        if journalCopier != nil, let journalCopier {
+            core.pointee.actionLog.append(journalCopier(action), version: version, source: source)
         } else {
-            core.pointee.actionLog.append(action, version: version, time: nanoseconds, batch: batch, source: source)
+            core.pointee.actionLog.append(action, version: version, source: source)
         }
     }
 }

@@ -106,3 +106,51 @@ struct ActionLogTests {
         #expect(times.count == 2 && times[1] > times[0], "unticked: every record reads the clock")
     }
 }
+
+/// Counts the instances of ``LoggedReference`` alive.
+private let aliveReferences = Mutex(0)
+private final class LoggedReference: Sendable {
+    init() { aliveReferences.withLock { $0 += 1 } }
+    deinit { aliveReferences.withLock { $0 -= 1 } }
+}
+/// An action holding a reference: the ring must keep it alive while it holds the action, and let
+/// it go when it drops it.
+private struct Held: Action { var identifier: String { "counter.held" }; let tracked = LoggedReference() }
+/// A trivial action larger than an existential's inline buffer (kept in a box of its own).
+private struct Wide: Action { var identifier: String { "counter.wide" }; var a = 1, b = 2, c = 3, d = 4 }
+
+extension ActionLogTests {
+    @Test("actions of every kind, mixed around the ring, are kept whole and let go when dropped")
+    func mixedActions() throws {
+        let before = aliveReferences.withLock { $0 }
+        do {
+            let store = Store(reducers: [add], state: Counter())
+            store.keepActionLog(5)
+            for round in 0..<40 {
+                switch round % 4 {
+                case 0: store.dispatchAction(Add(amount: round))
+                case 1: store.dispatchAction(Held())
+                case 2: store.dispatchAction(Wide(d: round))
+                default: store.dispatchAction(JSONAction(identifier: "counter.json", payload: ["n": .int(Int64(round))]))
+                }
+            }
+            #expect(aliveReferences.withLock { $0 } - before <= 2, "the ring holds at most the Held actions it keeps")
+            do {
+                let records = try #require(store.readActionLog(after: 0, includingState: false)).records
+                #expect(records.map(\.version) == Array(36...40))
+                #expect(records[0].action.identifier == "counter.json")
+                #expect((records[1].action as? Add)?.amount == 36)
+                #expect(records[2].action is Held)
+                #expect((records[3].action as? Wide)?.d == 38)
+                #expect((records[3].action as? Wide)?.a == 1)
+                #expect((records[4].action as? JSONAction)?.payload == ["n": .int(39)])
+            }
+            store.keepActionLog(2)
+            #expect(aliveReferences.withLock { $0 } - before == 0, "the Held action dropped by the shrink is let go")
+            store.dispatchAction(Held())
+            store.dispatchAction(Held())
+            #expect(aliveReferences.withLock { $0 } - before == 2)
+        }
+        #expect(aliveReferences.withLock { $0 } == before, "the store freed, its log lets its actions go")
+    }
+}
