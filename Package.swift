@@ -167,6 +167,9 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
         .library(name: "reduxstore-inspector", type: .dynamic, targets: ["ReduxStoreInspectorC"]),
         // Replication of a store through a PostgreSQL stream.
         .library(name: "ReduxStorePostgres", targets: ["ReduxStorePostgres"]),
+        // libreduxstore-postgres.so: include/reduxstore_postgres.h, for C programs. It reaches
+        // the store through libreduxstore.so's C functions (resolved when a program loads both).
+        .library(name: "reduxstore-postgres", type: .dynamic, targets: ["ReduxStorePostgresC"]),
     ]
     // reduxstore-inspect serve: a recorded journal in the inspector's page.
     package.targets.first { $0.name == "reduxstore-inspect" }!.dependencies.append("ReduxStoreInspector")
@@ -205,6 +208,13 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // Replication's C face: `@c @implementation` over the Replicator, checked against
+        // include/reduxstore_postgres.h. Like the inspector's, it calls libreduxstore.so only
+        // through include/reduxstore.h.
+        .target(
+            name: "ReduxStorePostgresC",
+            dependencies: ["ReduxStorePostgres", "ReduxStore", "CReduxStoreAPI", "CJSONC"]
         ),
         // A process of the replication tests: writes to or follows a stream, then prints its state.
         .executableTarget(

@@ -658,6 +658,52 @@ RDX_API json_object *rdx_store_state_at_version(rdx_store *store, uint64_t versi
  */
 RDX_API rdx_status rdx_store_restore_version(rdx_store *store, uint64_t version);
 
+/*
+ * Stores whose order another library decides.
+ *
+ * For a library layered on this one that decides the order of a store's actions itself, as
+ * libreduxstore-postgres.so does for a store replicated through a PostgreSQL stream
+ * (reduxstore_postgres.h). A program uses such a store like any other; it does not call these.
+ */
+
+/*
+ * Receives an action dispatched to a forwarding store instead of the store: `identifier`,
+ * `payload` (may be NULL) and `file` (may be NULL; with `line`, where it was dispatched) are
+ * borrowed for the call. It returns once the action was applied (through
+ * rdx_store_apply_forwarded(), on whatever thread), with RDX_OK, or with a failure status after
+ * rdx_set_last_error(): the dispatching call returns that status.
+ */
+typedef rdx_status
+    (*rdx_forward_fn)(rdx_store *store, const char *identifier, json_object *payload,
+                      const char *file, int line, void *context);
+
+/*
+ * Creates a store holding a deep copy of `state` (borrowed) at `version`, whose dispatches are
+ * handed to `forward` rather than applied: rdx_store_dispatch_action(), rdx_store_dispatch_json()
+ * and their _at forms; rdx_store_dispatch_batch_json() checks every element first, then hands
+ * them on one by one, in order, stopping at the first failure. Refused with RDX_EINVAL:
+ * rdx_store_enqueue_action(), rdx_store_restore_version(), and a dispatch from the thread that
+ * is applying one of its actions (from its reducers, listeners and observers, which run there:
+ * it would wait for itself). `release_context` (may be NULL) is called with `context` once, when
+ * the store's last reference is released, before the store is freed: the library stops
+ * applying to it there. Returns what rdx_store_create() returns, and NULL with RDX_EINVAL for a
+ * NULL `forward`.
+ */
+RDX_API rdx_store *rdx_store_create_forwarding(json_object *state, uint64_t version,
+                                               const rdx_reducer *reducers, size_t reducer_count,
+                                               rdx_forward_fn forward, void *context,
+                                               rdx_release_fn release_context, rdx_status *status);
+
+/*
+ * Applies an action to a forwarding store as its next version, as rdx_store_dispatch_action()
+ * applies one to another store: its reducers, listeners and observers run on the calling
+ * thread. `source` (may be NULL) is where it was dispatched, "file:line". Borrows its
+ * arguments. Returns what rdx_store_dispatch_action() returns, and RDX_EINVAL for a store that
+ * is not a forwarding one.
+ */
+RDX_API rdx_status rdx_store_apply_forwarded(rdx_store *store, const char *identifier,
+                                             json_object *payload, const char *source);
+
 /* The dispatching functions' source macros (see "The change feed" above). */
 #ifndef RDX_NO_SOURCE_MACROS
 #define rdx_store_dispatch_action(store, identifier, payload) \

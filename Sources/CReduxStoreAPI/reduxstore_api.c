@@ -6,3 +6,4 @@
  */
 #include "reduxstore.h"
 #include "reduxstore_inspector.h"
+#include "reduxstore_postgres.h"

@@ -51,6 +51,24 @@ func dispatchBatchFromC(
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let text = try CInput.required(actionsJSON, "actions_json")
             let length = strnlen(text, StoreLimits.maximumJSONTextSize + 1)
+            if let forwarding = handle.forwarding {
+                // Every element checked first, then each handed on in order, applied before the
+                // next: the library orders actions one by one.
+                try JSONInput.withParsedBatch(text, length: length) { (parts) throws(StoreError) in
+                    for (index, part) in parts.enumerated() {
+                        do throws(StoreError) {
+                            _ = try handle.core.makeAction(identifier: part.identifier, payload: part.payload)
+                        } catch {
+                            throw error.prefixed("[\(index)]")
+                        }
+                    }
+                    for part in parts {
+                        try forwarding.forward(
+                            handle, identifier: part.identifier, payload: part.payload, enqueue: false, source: source)
+                    }
+                }
+                return
+            }
             let actions = try JSONInput.withParsedBatch(text, length: length) {
                 (parts) throws(StoreError) -> [any Action] in
                 var actions: [any Action] = []

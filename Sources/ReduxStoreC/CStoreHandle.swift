@@ -41,17 +41,26 @@ final class CStoreHandle: @unchecked Sendable {
         var enqueuedSinceFlush = false
     }
 
-    init(core: any CStoreCore) {
+    /// Where a forwarding store's dispatches go (`rdx_store_create_forwarding`); `nil` for others.
+    let forwarding: CForwarding?
+
+    init(core: any CStoreCore, forwarding: CForwarding? = nil) {
         self.core = core
+        self.forwarding = forwarding
     }
 
     // MARK: Actions
 
     /// Applies (`enqueue` false) or enqueues an action. `identifier` and `payload` are borrowed
-    /// and already checked; what is kept past the call is copied.
+    /// and already checked; what is kept past the call is copied. A forwarding store hands it to
+    /// its forwarder instead, which returns once it was applied.
     func dispatch(
         identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool, source: DispatchSite
     ) throws(StoreError) {
+        if let forwarding {
+            try forwarding.forward(self, identifier: identifier, payload: payload, enqueue: enqueue, source: source)
+            return
+        }
         if enqueue {
             // Kept past this call: the action owns copies (and the core keeps the source).
             let action = try core.makeAction(identifier: identifier, payload: payload)
@@ -87,6 +96,8 @@ final class CStoreHandle: @unchecked Sendable {
     /// and drops the handle's hold on itself. If a callback retained the store meanwhile, the
     /// store stays open: its new owner's last release closes it.
     private func close() {
+        // A forwarding store's library stops applying to it first (while it is whole).
+        if references.load(ordering: .acquiring) == 0 { forwarding?.releaseOnce() }
         // (In a forked child nothing could be enqueued, and the queue does not run.)
         while core.canEnqueue {
             lifecycle.withLock { $0.enqueuedSinceFlush = false }

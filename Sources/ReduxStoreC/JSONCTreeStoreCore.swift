@@ -14,7 +14,7 @@ final class JSONCTreeStoreCore: CStoreCore {
     /// A new handle on a new store of `state`.
     static func makeHandle(
         state: JSONCTree, version: UInt64, reducers: [rdx_reducer],
-        middleware: [rdx_middleware] = []
+        middleware: [rdx_middleware] = [], forwarding: CForwarding? = nil
     ) -> CStoreHandle {
         // The C reducers work on the tree's root, which never changes (they mutate it in place):
         // one call straight to them per action, without going through the Swift state. So no
@@ -29,7 +29,10 @@ final class JSONCTreeStoreCore: CStoreCore {
         store.journalCopier = { action in
             (action as? CAction)?.ownedForJournal() ?? action
         }
-        let handle = CStoreHandle(core: JSONCTreeStoreCore(store: store))
+        if forwarding != nil {
+            store.localChangesRefusal = "this store's order is decided by another library (a replicated store): its versions come from there"
+        }
+        let handle = CStoreHandle(core: JSONCTreeStoreCore(store: store), forwarding: forwarding)
         // Only with middleware: a weak reference gives the handle a side table, after which
         // every retain and release of it takes the slow path (+170 instructions per C dispatch by
         // callgrind, `ProfileDriver c-null`; Benchmarks/README.md).

@@ -40,11 +40,11 @@ public import ReduxStore
 public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     /// The local replica: read, observe, journal. Do not dispatch to it (see above).
     public let store: Store<State>
-    let replicator: Replicator<State>
+    let replicator: Replicator
     /// The stream, its server and name.
     public let stream: PostgresStream
 
-    private init(store: Store<State>, replicator: Replicator<State>, stream: PostgresStream) {
+    private init(store: Store<State>, replicator: Replicator, stream: PostgresStream) {
         self.store = store
         self.replicator = replicator
         self.stream = stream
@@ -92,24 +92,9 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         options: ReplicationOptions, writes: Bool
     ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let options = try options.validated(stream: stream.stream)
-        let logger = Logger(label: "ReduxStorePostgres")
-        let schema = StreamSchema(stream.schema)
-        let connection = try await StreamConnection.connect(stream, logger: logger)
-        let start: (version: UInt64, state: String?)
-        do {
-            try await schema.migrate(connection, logger: logger)
-            if writes { try await connection.query(schema.createStream(stream.stream), logger: logger) }
-            var newest: (UInt64, String?) = (0, nil)
-            for try await (version, state) in try await connection.query(
-                schema.newestSnapshot(stream.stream), logger: logger
-            ).decode((Int64, String).self) {
-                newest = (UInt64(version), state)
-            }
-            start = newest
-        } catch {
-            try? await connection.close()
-            throw StreamConnection.describe(error, stream)
-        }
+        let opened = try await OpenedStream.open(stream, writes: writes)
+        let (connection, schema, logger) = (opened.connection, opened.schema, opened.logger)
+        let start = (version: opened.version, state: opened.state)
         var state = initialState
         if let text = start.state {
             do {
@@ -128,7 +113,8 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         store.localChangesRefusal =
             "the store is a replica of stream \"\(stream.stream)\": its versions come from the stream"
         let replicator = Replicator(
-            stream: stream, schema: schema, options: options, store: store, gate: gate, actions: actions,
+            stream: stream, schema: schema, options: options,
+            target: SwiftReplicaTarget(store: store, gate: gate, actions: actions),
             logger: logger, writes: writes, connection: connection)
         do {
             try await replicator.catchUp(through: nil)

@@ -38,7 +38,7 @@ public struct ReplicationOptions: Sendable {
     public init() {}
 
     /// The options, or an error naming the first one out of range.
-    func validated(stream: String) throws(ReplicationError) -> ReplicationOptions {
+    package func validated(stream: String) throws(ReplicationError) -> ReplicationOptions {
         func check(_ ok: Bool, _ what: String) throws(ReplicationError) {
             if !ok { throw ReplicationError(.invalidArgument, stream: stream, "ReplicationOptions.\(what)") }
         }

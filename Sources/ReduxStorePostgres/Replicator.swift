@@ -12,13 +12,13 @@ import Musl
 
 /// One action of a stream as the replica applies it: read from the stream, or one of this
 /// process's own dispatches whose version its commit answered.
-struct StreamRow: Sendable {
-    let version: UInt64
-    let identifier: String
+package struct StreamRow: Sendable {
+    package let version: UInt64
+    package let identifier: String
     /// The payload as JSON text (`null` for none).
-    let payload: String
+    package let payload: String
     /// `"Module/File.swift:42"`, or `""` when unknown.
-    let source: String
+    package let source: String
     /// The process that wrote it, and which of its dispatches it was.
     let writer: String
     let seq: Int64
@@ -58,45 +58,15 @@ final class CallerResult: @unchecked Sendable {
     var result: Result<UInt64, any Error>?
 }
 
-/// Lets through the replica's store only the actions the replicator applies: anything else
-/// dispatched to the store (by a program, a reducer or an observer) would give the local store
-/// a version the stream does not have.
-final class ReplicaGate: Sendable {
-    /// The thread allowed to pass one action, or 0.
-    private let permitted = Atomic<UInt>(0)
-    let stream: String
-
-    init(stream: String) { self.stream = stream }
-
-    func middleware<State: Codable & Sendable>() -> Middleware<State> {
-        { [self] _, action, next in
-            let me = UInt(bitPattern: Int(bitPattern: pthread_self()))
-            guard permitted.compareExchange(expected: me, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
-                fatalError(
-                    "ReduxStorePostgres: action \"\(action.identifier)\" was dispatched to the store of a replica of stream \"\(stream)\"; the stream decides a replica's versions: dispatch through ReplicatedStore.dispatch(_:), not store.dispatchAction, and not from a reducer or observer of the replica")
-            }
-            next(action)
-        }
-    }
-
-    /// Applies `action` to `store`, through the gate.
-    func apply<State>(_ action: any Action, to store: Store<State>, source: DispatchSite) {
-        permitted.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
-        store.dispatch(erased: action, source: source)
-        permitted.store(0, ordering: .releasing)
-    }
-}
-
 /// The replication of one store: its connections, the commits of its dispatches, and the
 /// application of the stream's actions in order. Every change of the local store goes through
 /// this actor, one action at a time, in the stream's order.
-actor Replicator<State: Codable & Sendable> {
+package actor Replicator {
     let stream: PostgresStream
     let schema: StreamSchema
     let options: ReplicationOptions
-    let store: Store<State>
-    let gate: ReplicaGate
-    let actions: ActionTypes
+    /// The local replica the stream's actions are applied to.
+    let target: any ReplicaTarget
     let logger: Logger
     /// This process's name in the rows it writes.
     let writer: String
@@ -114,7 +84,7 @@ actor Replicator<State: Codable & Sendable> {
     /// A follower wake-up that came while a commit was on its way, looked at once it is done.
     private var wokenWhileCommitting = false
     /// What stopped the replica for good; every later call throws it.
-    private(set) var failure: ReplicationError?
+    package private(set) var failure: ReplicationError?
     private var closed = false
     /// The newest version known to be committed, and since when the oldest unapplied one is known.
     private var knownHead: UInt64
@@ -124,23 +94,21 @@ actor Replicator<State: Codable & Sendable> {
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
-    init(
-        stream: PostgresStream, schema: StreamSchema, options: ReplicationOptions, store: Store<State>,
-        gate: ReplicaGate, actions: ActionTypes, logger: Logger, writes: Bool, connection: PostgresConnection
+    package init(
+        stream: PostgresStream, schema: StreamSchema, options: ReplicationOptions, target: any ReplicaTarget,
+        logger: Logger, writes: Bool, connection: PostgresConnection
     ) {
         self.stream = stream
         self.schema = schema
         self.options = options
-        self.store = store
-        self.gate = gate
-        self.actions = actions
+        self.target = target
         self.logger = logger
         self.writes = writes
         writer = Self.makeWriterName()
         channel = schema.channel(stream.stream)
         writeConnection = connection
-        knownHead = store.version
-        lastSnapshot = (store.version, .now)
+        knownHead = target.version
+        lastSnapshot = (target.version, .now)
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -155,7 +123,7 @@ actor Replicator<State: Codable & Sendable> {
 
     /// Starts the tasks that keep the replica current: a poll every `pollInterval`, and a
     /// listener of the stream's notifications that wakes the follower at once.
-    func startFollowing() {
+    package func startFollowing() {
         let interval = Duration.nanoseconds(Int64(options.pollInterval * 1e9))
         let wake = self.wake
         tasks.append(Task { [weak self] in
@@ -219,7 +187,7 @@ actor Replicator<State: Codable & Sendable> {
                     if let version = UInt64(notification.payload) {
                         self.learned(head: version)
                         // This process's own commit, applied already: nothing to read.
-                        if version <= self.store.version { continue }
+                        if version <= self.target.version { continue }
                     }
                     wake.yield()
                 }
@@ -235,12 +203,12 @@ actor Replicator<State: Codable & Sendable> {
     /// Notes that the stream has reached `head`.
     private func learned(head: UInt64) {
         if head > knownHead { knownHead = head }
-        if knownHead > store.version, behindSince == nil { behindSince = .now }
+        if knownHead > target.version, behindSince == nil { behindSince = .now }
     }
 
     /// How far behind the stream this replica is.
     var lag: ReplicationLag {
-        let applied = store.version
+        let applied = target.version
         let behind = knownHead > applied ? knownHead - applied : 0
         let seconds = behind == 0 ? 0 : behindSince.map { ($0.duration(to: .now)).seconds } ?? 0
         return ReplicationLag(versions: behind, seconds: seconds)
@@ -251,15 +219,15 @@ actor Replicator<State: Codable & Sendable> {
     /// Reads and applies the stream's actions after the local version: through `target`, or
     /// until a read finds no more. Returns the version applied.
     @discardableResult
-    func catchUp(through target: UInt64?) async throws(ReplicationError) -> UInt64 {
+    package func catchUp(through goal: UInt64?) async throws(ReplicationError) -> UInt64 {
         try checkOpen()
         while true {
-            let after = store.version
-            if let target, after >= target { return after }
+            let after = target.version
+            if let goal, after >= goal { return after }
             let rows = try await withConnection(.read) { (connection) async throws -> [StreamRow] in
                 var rows: [StreamRow] = []
                 for row in try await connection.rows(
-                    schema.tail(stream.stream, after: after, through: target ?? .max, limit: options.readBatch),
+                    schema.tail(stream.stream, after: after, through: goal ?? .max, limit: options.readBatch),
                     logger: logger)
                 {
                     let (version, identifier, payload, source, writer, seq, snapshot) = try row.decode(
@@ -273,29 +241,29 @@ actor Replicator<State: Codable & Sendable> {
             }
             if let last = rows.last { learned(head: last.version) }
             guard let first = rows.first else {
-                if let target, store.version < target {
+                if let goal, target.version < goal {
                     throw fail(ReplicationError(
-                        .trimmed, stream: stream.stream, version: store.version + 1,
-                        "the stream has no action at version \(store.version + 1) (trimmed by the retention policy?): open the stream anew to start from its newest snapshot"))
+                        .trimmed, stream: stream.stream, version: target.version + 1,
+                        "the stream has no action at version \(target.version + 1) (trimmed by the retention policy?): open the stream anew to start from its newest snapshot"))
                 }
                 caughtUp()
-                return store.version
+                return target.version
             }
-            if first.version > store.version + 1 {
+            if first.version > target.version + 1 {
                 throw fail(ReplicationError(
-                    .trimmed, stream: stream.stream, version: store.version + 1,
-                    "versions \(store.version + 1) to \(first.version - 1) were trimmed by the retention policy before this replica applied them: open the stream anew to start from its newest snapshot"))
+                    .trimmed, stream: stream.stream, version: target.version + 1,
+                    "versions \(target.version + 1) to \(first.version - 1) were trimmed by the retention policy before this replica applied them: open the stream anew to start from its newest snapshot"))
             }
             try await apply(rows)
-            if target == nil, rows.count < options.readBatch {
+            if goal == nil, rows.count < options.readBatch {
                 caughtUp()
-                return store.version
+                return target.version
             }
         }
     }
 
     private func caughtUp() {
-        if store.version >= knownHead { behindSince = nil }
+        if target.version >= knownHead { behindSince = nil }
     }
 
     /// Applies `rows` in order, skipping those applied already; resolves this process's own
@@ -303,14 +271,19 @@ actor Replicator<State: Codable & Sendable> {
     private func apply(_ rows: [StreamRow]) async throws(ReplicationError) {
         for row in rows {
             try checkOpen()
-            let applied = store.version
+            let applied = target.version
             if row.version <= applied { continue }
             guard row.version == applied + 1 else {
                 throw fail(ReplicationError(
                     .trimmed, stream: stream.stream, version: applied + 1, "the stream skips from \(applied) to \(row.version)"))
             }
-            let action = try decode(row)
-            gate.apply(action, to: store, source: Self.site(row.source))
+            do throws(StoreError) {
+                try target.apply(row)
+            } catch {
+                throw fail(ReplicationError(
+                    .decode, stream: stream.stream, version: row.version,
+                    "action \"\(row.identifier)\" does not decode: \(error.message); the replica stops here rather than skip it"))
+            }
             if row.writer == writer, let pending = inFlight.removeValue(forKey: row.seq) {
                 pending.resolve(.success(row.version))
             }
@@ -333,30 +306,6 @@ actor Replicator<State: Codable & Sendable> {
         caughtUp()
     }
 
-    /// The action a row stands for.
-    private func decode(_ row: StreamRow) throws(ReplicationError) -> any Action {
-        do throws(StoreError) {
-            let length = row.payload.utf8.count
-            let tree = try row.payload.withCString { text in
-                Result { () throws(StoreError) in try JSONCText.parse(text, length: length) }
-            }.get()
-            defer { json_object_put(tree) }
-            return try actions.action(identifier: row.identifier, payload: tree)
-        } catch {
-            throw fail(ReplicationError(
-                .decode, stream: stream.stream, version: row.version,
-                "action \"\(row.identifier)\" does not decode: \(error.message); the replica stops here rather than skip it"))
-        }
-    }
-
-    /// `"Module/File.swift:42"` as a dispatch site.
-    private static func site(_ source: String) -> DispatchSite {
-        guard let colon = source.utf8.lastIndex(of: UInt8(ascii: ":")),
-            let line = UInt(source[source.utf8.index(after: colon)...])
-        else { return .unknown }
-        return DispatchSite(keeping: String(source[..<colon]), line: line)
-    }
-
     // MARK: Snapshots
 
     /// The state's canonical JSON text (compact, object keys sorted by code point) and its
@@ -364,7 +313,7 @@ actor Replicator<State: Codable & Sendable> {
     private func canonicalState(at version: UInt64) throws(ReplicationError) -> (text: String, hash: String) {
         let text: String
         do {
-            text = try JSONValue(encoding: store.currentState()).description
+            text = try target.canonicalState()
         } catch {
             throw fail(ReplicationError(
                 .decode, stream: stream.stream, version: version, "the state does not encode as JSON: \(error.message)"))
@@ -421,17 +370,17 @@ actor Replicator<State: Codable & Sendable> {
 
     /// Stores a snapshot of the current state when the newest one is older than the interval.
     private func snapshotIfDue() async throws(ReplicationError) {
-        guard options.snapshotInterval > 0, store.version > lastSnapshot.version,
+        guard options.snapshotInterval > 0, target.version > lastSnapshot.version,
             lastSnapshot.time.duration(to: .now).seconds >= options.snapshotInterval
         else { return }
-        let version = store.version
+        let version = target.version
         try await storeSnapshot(try canonicalState(at: version), at: version)
     }
 
     // MARK: Dispatching
 
     /// Sends a dispatch to the stream; returns the version it was committed and applied at.
-    func submit(identifier: String, payload: String, source: String) async throws -> UInt64 {
+    package func submit(identifier: String, payload: String, source: String) async throws -> UInt64 {
         try checkOpen()
         guard writes else {
             throw ReplicationError(
@@ -562,7 +511,7 @@ actor Replicator<State: Codable & Sendable> {
     private func appendUnlessWritten(
         _ group: [PendingDispatch], on connection: PostgresConnection
     ) async throws(ReplicationError) -> UInt64? {
-        let after = store.version
+        let after = target.version
         do {
             _ = try await connection.rows("BEGIN", logger: logger)
             do {
@@ -591,7 +540,7 @@ actor Replicator<State: Codable & Sendable> {
     private func applyOwn(_ group: [PendingDispatch], last: UInt64) async throws(ReplicationError) {
         learned(head: last)
         let first = last - UInt64(group.count) + 1
-        if store.version < first - 1 {
+        if target.version < first - 1 {
             try await catchUp(through: first - 1)
         }
         try await apply(group.enumerated().map { index, pending in
@@ -694,7 +643,7 @@ actor Replicator<State: Codable & Sendable> {
     }
 
     /// Waits for the dispatches sent, stops following and closes the connections. Idempotent.
-    func close() async {
+    package func close() async {
         guard !closed else { return }
         // What was queued is committed first: a dispatch that returned was applied.
         while committing, failure == nil { try? await Task.sleep(for: .milliseconds(5)) }

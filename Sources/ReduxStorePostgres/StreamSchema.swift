@@ -17,7 +17,7 @@ import Logging
 ///   by code point: `ReduxStore.JSONValue`'s `description`), which every process computes
 ///   for itself at the versions snapshots are stored at and compares.
 /// - `migrations (version, applied)`: which of these steps ran.
-struct StreamSchema: Sendable {
+package struct StreamSchema: Sendable {
     /// The newest schema version this library knows how to use.
     static let version = 1
 

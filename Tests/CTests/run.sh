@@ -5,7 +5,10 @@
 #
 # 1. installs what is missing (json-c and pkg-config through scripts/bootstrap; valgrind, g++ and
 #    nm through apt-get), and builds the `reduxstore` product; with the inspector in the package
-#    (REDUXSTORE_CORE_ONLY unset) also `reduxstore-inspector`, for the test_inspector*.c tests;
+#    (REDUXSTORE_CORE_ONLY unset) also `reduxstore-inspector`, for the test_inspector*.c tests,
+#    and `reduxstore-postgres` with the Swift `reduxstore-replica-check`, for test_postgres.c (which
+#    needs the server REDUXSTORE_TEST_POSTGRES names: scripts/postgres starts one; without it the
+#    test fails);
 # 2. checks the headers compile alone as C99 and as C++11, warnings as errors;
 # 3. checks every rdx_ function each header declares is exported by its library, and that
 #    libreduxstore.so neither needs nor carries SwiftNIO or Hummingbird;
@@ -66,11 +69,18 @@ lib="$bin/libreduxstore.so"
 # The live inspector's library (SwiftNIO), unless the package is built without it
 # (REDUXSTORE_CORE_ONLY=1): then its tests (test_inspector*.c) are not run, and say so.
 inspector_lib=""
+postgres_lib=""
 if [ -z "${REDUXSTORE_CORE_ONLY:-}" ]; then
     echo "== building libreduxstore-inspector.so"
     swift build --scratch-path "$scratch" --product reduxstore-inspector || die "swift build of reduxstore-inspector failed"
     inspector_lib="$bin/libreduxstore-inspector.so"
     [ -f "$inspector_lib" ] || die "$inspector_lib was not built"
+    echo "== building libreduxstore-postgres.so and reduxstore-replica-check"
+    swift build --scratch-path "$scratch" --product reduxstore-postgres || die "swift build of reduxstore-postgres failed"
+    swift build --scratch-path "$scratch" --product reduxstore-replica-check || die "swift build of reduxstore-replica-check failed"
+    postgres_lib="$bin/libreduxstore-postgres.so"
+    [ -f "$postgres_lib" ] || die "$postgres_lib was not built"
+    export RDX_REPLICA_CHECK="$bin/reduxstore-replica-check"
 fi
 out="$bin/ctests"
 mkdir -p "$out"
@@ -81,7 +91,7 @@ cflags=(-std=c99 -Wall -Wextra -Werror -pedantic -I"$root/include" $jsonc_cflags
 
 # ---- The header alone, as C99 and as C++11 (included twice: the guard works).
 echo "== header checks"
-printf '#include "reduxstore.h"\n#include "reduxstore.h"\n#include "reduxstore_inspector.h"\n#include "reduxstore_inspector.h"\nint header_only_unit;\n' >"$out/header_only.c"
+printf '#include "reduxstore.h"\n#include "reduxstore.h"\n#include "reduxstore_inspector.h"\n#include "reduxstore_inspector.h"\n#include "reduxstore_postgres.h"\n#include "reduxstore_postgres.h"\nint header_only_unit;\n' >"$out/header_only.c"
 if "$CC" "${cflags[@]}" -c "$out/header_only.c" -o "$out/header_only_c.o" 2>"$out/header_c.log"; then
     pass "header compiles alone as C99 (-std=c99 -Wall -Wextra -Werror -pedantic)"
 else
@@ -124,6 +134,13 @@ check_exports() {
 check_exports reduxstore.h "$lib"
 if [ -n "$inspector_lib" ]; then
     check_exports reduxstore_inspector.h "$inspector_lib"
+    check_exports reduxstore_postgres.h "$postgres_lib"
+    # Replication (postgres-nio) stays in its own library too.
+    if [ "$(nm "$lib" 2>/dev/null | grep -cE 'PostgresNIO' || true)" -eq 0 ]; then
+        pass "libreduxstore.so has no symbol of postgres-nio"
+    else
+        fail "libreduxstore.so carries postgres-nio"
+    fi
     # The inspector's web server stays in its own library: libreduxstore.so neither loads nor
     # carries SwiftNIO or Hummingbird (their module names appear in every one of their symbols).
     nio_needed=$(readelf -d "$lib" | grep NEEDED | grep -ciE 'nio|hummingbird' || true)
@@ -211,7 +228,7 @@ run_program() {
 programs=()
 for source in "$here"/test_*.c; do
     name=$(basename "$source" .c)
-    if [[ "$name" == test_inspector* ]] && [ -z "$inspector_lib" ]; then
+    if [[ "$name" == test_inspector* || "$name" == test_postgres* ]] && [ -z "$inspector_lib" ]; then
         echo "NOT RUN  $name: the package was built without the inspector (REDUXSTORE_CORE_ONLY)"
         continue
     fi
@@ -219,7 +236,11 @@ for source in "$here"/test_*.c; do
 done
 # The libraries a test links: the inspector's tests also libreduxstore-inspector.
 libraries_of() {
-    if [[ "$1" == test_inspector* ]]; then echo "-lreduxstore-inspector -lreduxstore"; else echo "-lreduxstore"; fi
+    case "$1" in
+        test_inspector*) echo "-lreduxstore-inspector -lreduxstore" ;;
+        test_postgres*) echo "-lreduxstore-postgres -lreduxstore" ;;
+        *) echo "-lreduxstore" ;;
+    esac
 }
 
 echo "== compiling ${#programs[@]} test programs"
@@ -248,6 +269,8 @@ if [ -n "$inspector_lib" ]; then
     mkdir -p "$valgrind_libs"
     strip --strip-debug -o "$valgrind_libs/libreduxstore-inspector.so" "$inspector_lib" ||
         fail "strip a copy of libreduxstore-inspector.so for valgrind"
+    strip --strip-debug -o "$valgrind_libs/libreduxstore-postgres.so" "$postgres_lib" ||
+        fail "strip a copy of libreduxstore-postgres.so for valgrind"
 fi
 for name in "${built[@]}"; do
     LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
@@ -269,6 +292,49 @@ for name in "${built[@]}"; do
         fail "compile $name with AddressSanitizer"
     fi
 done
+
+# ---- The README's replication example (the ```c block that opens a stream), as written there:
+# two copies at once against the test server; the last to finish prints 2000 more than the
+# stream held.
+if [ -n "$postgres_lib" ]; then
+    echo "== the README's C replication example, two copies at once"
+    awk '/^```c$/ { inside = 1; text = ""; next }
+         /^```/ { if (inside && text ~ /rdx_store_open_stream/) printf "%s", text; inside = 0; next }
+         inside { text = text $0 "\n" }' "$root/README.md" >"$out/readme_stream.c"
+    url=${REDUXSTORE_TEST_POSTGRES:-}
+    if [[ ! "$url" =~ ^postgres(ql)?://([^:@/]+)(:([^@/]*))?@([^:/]+):([0-9]+)/(.+)$ ]]; then
+        fail "the README's C replication example: REDUXSTORE_TEST_POSTGRES is not a server's URL (scripts/postgres starts one)"
+    elif ! grep -q 'rdx_store_open_stream' "$out/readme_stream.c"; then
+        fail "README.md has no C replication example (a \`\`\`c block calling rdx_store_open_stream)"
+    elif ! "$CC" "${cflags[@]}" "$out/readme_stream.c" -o "$out/readme_stream" -L"$bin" -lreduxstore-postgres -lreduxstore \
+        -Wl,-rpath,"$bin" $jsonc_libs 2>"$out/readme_stream.compile.log"; then
+        cat "$out/readme_stream.compile.log" >&2
+        fail "compile the README's C replication example"
+    else
+        pass "compile the README's C replication example"
+        # The stream "tally" may hold actions already (the Swift example's test uses it too):
+        # the last copy to finish prints its version before plus 2000.
+        before=$(psql "$url" -XAtqc "SELECT coalesce((SELECT version FROM reduxstore.streams WHERE name = 'tally'), 0)" 2>/dev/null || echo 0)
+        export PGUSER="${BASH_REMATCH[2]}" PGPASSWORD="${BASH_REMATCH[4]}" PGHOST="${BASH_REMATCH[5]}" \
+            PGPORT="${BASH_REMATCH[6]}" PGDATABASE="${BASH_REMATCH[7]}"
+        timeout 300 "$out/readme_stream" >"$out/readme_stream.1.log" 2>&1 &
+        first=$!
+        timeout 300 "$out/readme_stream" >"$out/readme_stream.2.log" 2>&1
+        second_status=$?
+        wait "$first"
+        first_status=$?
+        unset PGUSER PGPASSWORD PGHOST PGPORT PGDATABASE
+        counts=$(cat "$out/readme_stream.1.log" "$out/readme_stream.2.log" | sed -n 's/^tally: //p' | sort -n | tr '\n' ' ')
+        last=$(tr ' ' '\n' <<<"$counts" | grep . | tail -n 1)
+        if [ "$first_status" -eq 0 ] && [ "$second_status" -eq 0 ] && [ "$(wc -w <<<"$counts")" -eq 2 ] \
+            && [ "$last" = "$((before + 2000))" ]; then
+            pass "two copies of the README's C replication example add to one tally (from $before, printed: $counts)"
+        else
+            cat "$out/readme_stream.1.log" "$out/readme_stream.2.log" >&2
+            fail "two copies of the README's C replication example (exit $first_status and $second_status, from $before, printed: $counts)"
+        fi
+    fi
+fi
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then

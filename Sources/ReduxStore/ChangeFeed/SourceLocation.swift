@@ -119,6 +119,18 @@ package struct DispatchSite: Sendable {
         self.init(file: kept.baseAddress, count: kept.count, line: line, borrowed: false)
     }
 
+    /// A source as journals and streams store it, `"Module/File.swift:42"` (`"prog.c:42"` from
+    /// C), kept for the life of the program; unknown when it has no line after its last colon.
+    package init(stored source: String) {
+        guard let colon = source.utf8.lastIndex(of: UInt8(ascii: ":")),
+            let line = UInt(source[source.utf8.index(after: colon)...])
+        else {
+            self.init(file: nil, bits: 0)
+            return
+        }
+        self.init(keeping: String(source[..<colon]), line: line)
+    }
+
     /// Whether a source is known.
     @inline(__always)
     var isKnown: Bool { file != nil }

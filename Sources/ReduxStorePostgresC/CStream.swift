@@ -1,0 +1,259 @@
+// The C function of include/reduxstore_postgres.h: a C store of libreduxstore.so, replicated by
+// the Swift library's Replicator. It reaches the store only through reduxstore.h's functions
+// (resolved from libreduxstore.so when a program loads both): the store is a forwarding one,
+// whose dispatches come here and whose stream's actions go back with rdx_store_apply_forwarded.
+internal import CJSONC
+public import CReduxStoreAPI
+import Dispatch
+import ReduxStore
+import ReduxStorePostgres
+import Synchronization
+
+@c @implementation
+public func rdx_store_open_stream(
+    _ connection: UnsafePointer<CChar>?, _ stream: UnsafePointer<CChar>?, _ initialState: OpaquePointer?,
+    _ reducers: UnsafePointer<rdx_reducer>?, _ reducerCount: Int, _ status: UnsafeMutablePointer<rdx_status>?
+) -> OpaquePointer? {
+    do throws(CFailure) {
+        guard let connection else {
+            throw CFailure(RDX_EINVAL, "connection is NULL (\"\" takes the PG* environment variables)")
+        }
+        guard let stream else { throw CFailure(RDX_EINVAL, "stream is NULL") }
+        guard let initialState else { throw CFailure(RDX_EINVAL, "initial_state is NULL") }
+        let target: PostgresStream
+        do {
+            target = try PostgresStream(connection: String(cString: connection), stream: String(cString: stream))
+        } catch {
+            throw CFailure(error)
+        }
+        // The reducers are copied by rdx_store_create_forwarding, on this thread, before any waits.
+        let request = CStreamOpening(
+            stream: target, initialState: initialState, reducers: reducers, reducerCount: reducerCount)
+        let store = try waitFor { () async throws(CFailure) -> CStorePointer in try await request.open() }
+        status?.pointee = RDX_OK
+        return store.pointer
+    } catch {
+        rdx_set_last_error(error.message)
+        status?.pointee = error.status
+        return nil
+    }
+}
+
+/// A failure as C sees it: a status and its words.
+struct CFailure: Error {
+    let status: rdx_status
+    let message: String
+
+    init(_ status: rdx_status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    init(_ error: ReplicationError) {
+        let status: rdx_status
+        switch error.kind {
+        case .invalidArgument, .readOnly, .closed: status = RDX_EINVAL
+        case .connection, .authentication, .server, .schema: status = RDX_EIO
+        case .decode: status = RDX_EDECODE
+        case .divergence, .trimmed: status = RDX_ECORRUPT
+        }
+        self.init(status, error.description)
+    }
+
+    /// This thread's `rdx_last_error()` with `status`.
+    static func last(_ status: rdx_status) -> CFailure {
+        CFailure(status, rdx_last_error().map { String(cString: $0) } ?? "")
+    }
+}
+
+/// An `rdx_store *` handed between threads: C's stores may be used from any thread.
+struct CStorePointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// What `rdx_store_open_stream` asked for, carried to the task that opens the stream. The
+/// pointers are C's, borrowed for the call, which waits for the task.
+struct CStreamOpening: @unchecked Sendable {
+    let stream: PostgresStream
+    let initialState: OpaquePointer
+    let reducers: UnsafePointer<rdx_reducer>?
+    let reducerCount: Int
+
+    /// Opens the stream, creates the forwarding store at the newest snapshot, catches up and
+    /// starts following.
+    func open() async throws(CFailure) -> CStorePointer {
+        let options: ReplicationOptions
+        let opened: OpenedStream
+        do {
+            options = try ReplicationOptions().validated(stream: stream.stream)
+            opened = try await OpenedStream.open(stream, writes: true)
+        } catch {
+            throw CFailure(error)
+        }
+        let replica = CStreamReplica(stream: stream.stream)
+        let store: OpaquePointer
+        do throws(CFailure) {
+            store = try makeStore(at: opened.version, state: opened.state, replica: replica)
+        } catch {
+            try? await opened.connection.close()
+            throw error
+        }
+        let replicator = Replicator(
+            stream: stream, schema: opened.schema, options: options, target: CReplicaTarget(store: store),
+            logger: opened.logger, writes: true, connection: opened.connection)
+        replica.start(replicator)
+        do {
+            try await replicator.catchUp(through: nil)
+        } catch {
+            // The store's release closes the replicator (and lets the replica go).
+            rdx_store_release(store)
+            throw CFailure(error)
+        }
+        await replicator.startFollowing()
+        return CStorePointer(pointer: store)
+    }
+
+    /// The forwarding store at `version` with the snapshot's `state` (canonical JSON text), or
+    /// the initial state at version 0; it holds `replica` until its last release.
+    private func makeStore(at version: UInt64, state text: String?, replica: CStreamReplica) throws(CFailure) -> OpaquePointer {
+        var snapshot: OpaquePointer?
+        if let text {
+            do throws(StoreError) {
+                let length = text.utf8.count
+                snapshot = try text.withCString { pointer in
+                    Result { () throws(StoreError) in try JSONCText.parse(pointer, length: length) }
+                }.get()
+            } catch {
+                throw CFailure(RDX_EDECODE, "stream \"\(stream.stream)\", version \(version): the stored snapshot is not JSON a C store can hold: \(error.message)")
+            }
+            guard snapshot != nil else {
+                throw CFailure(RDX_EDECODE, "stream \"\(stream.stream)\", version \(version): the stored snapshot is null, which a C store cannot hold")
+            }
+        }
+        defer { if let snapshot { json_object_put(snapshot) } }
+        var status = RDX_OK
+        let context = Unmanaged.passRetained(replica).toOpaque()
+        guard let store = rdx_store_create_forwarding(
+            snapshot ?? initialState, version, reducers, reducerCount, forwardToStream, context, releaseReplica,
+            &status)
+        else {
+            Unmanaged<CStreamReplica>.fromOpaque(context).release()
+            throw CFailure.last(status)
+        }
+        return store
+    }
+}
+
+/// The replication of one C store: what its forwarded dispatches are committed through.
+final class CStreamReplica: Sendable {
+    let stream: String
+    private let replicator = Mutex<Replicator?>(nil)
+
+    init(stream: String) { self.stream = stream }
+
+    func start(_ replicator: Replicator) { self.replicator.withLock { $0 = replicator } }
+
+    /// Commits an action and waits (on C's thread) until it is applied here.
+    func dispatch(
+        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, file: UnsafePointer<CChar>?, line: Int32
+    ) -> rdx_status {
+        do throws(CFailure) {
+            guard let replicator = replicator.withLock({ $0 }) else {
+                throw CFailure(RDX_EINVAL, "stream \"\(stream)\": the replicated store is not open yet")
+            }
+            let text: String
+            do throws(StoreError) {
+                if let payload {
+                    text = try JSONCDecoder().decode(JSONValue.self, from: payload).description
+                } else {
+                    text = "null"
+                }
+            } catch {
+                throw CFailure(RDX_EDECODE, "payload: \(error.message)")
+            }
+            let name = String(cString: identifier)
+            let source = file.map { "\(String(cString: $0)):\(line)" } ?? ""
+            _ = try waitFor { () async throws(CFailure) -> UInt64 in
+                do {
+                    return try await replicator.submit(identifier: name, payload: text, source: source)
+                } catch let error as ReplicationError {
+                    throw CFailure(error)
+                } catch {
+                    throw CFailure(RDX_EIO, "stream \"\(self.stream)\": \(error)")
+                }
+            }
+            return RDX_OK
+        } catch {
+            rdx_set_last_error(error.message)
+            return error.status
+        }
+    }
+
+    /// Waits for the dispatches on their way, stops following, closes the connections.
+    func close() {
+        guard let replicator = replicator.withLock({ $0 }) else { return }
+        _ = try? waitFor { () async throws(CFailure) in await replicator.close() }
+    }
+}
+
+/// The store's forwarder: a dispatch to the stream.
+private let forwardToStream: rdx_forward_fn = { _, identifier, payload, file, line, context in
+    guard let identifier, let context else { return RDX_EINVAL }
+    let replica = Unmanaged<CStreamReplica>.fromOpaque(context).takeUnretainedValue()
+    return replica.dispatch(identifier: identifier, payload: payload, file: file, line: line)
+}
+
+/// The store's last release: the replica stops, and is let go.
+private let releaseReplica: rdx_release_fn = { context in
+    guard let context else { return }
+    let replica = Unmanaged<CStreamReplica>.fromOpaque(context).takeRetainedValue()
+    replica.close()
+}
+
+/// The C store as the replicator's target: the stream's actions applied through
+/// `rdx_store_apply_forwarded`, the state read as JSON. The store is borrowed: its last release
+/// closes the replicator first.
+struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
+    // @unchecked: C's stores may be used from any thread.
+    let store: OpaquePointer
+
+    var version: UInt64 { rdx_store_version(store) }
+
+    func apply(_ row: StreamRow) throws(StoreError) {
+        let length = row.payload.utf8.count
+        let payload = try row.payload.withCString { text in
+            Result { () throws(StoreError) in try JSONCText.parse(text, length: length) }
+        }.get()
+        defer { json_object_put(payload) }
+        let status = row.identifier.withCString { identifier in
+            row.source.isEmpty
+                ? rdx_store_apply_forwarded(store, identifier, payload, nil)
+                : row.source.withCString { rdx_store_apply_forwarded(store, identifier, payload, $0) }
+        }
+        guard status == RDX_OK else {
+            throw StoreError(.decode, rdx_last_error().map { String(cString: $0) } ?? "refused (\(status.rawValue))")
+        }
+    }
+
+    func canonicalState() throws(StoreError) -> String {
+        guard let state = rdx_store_current_state(store) else {
+            throw StoreError(.outOfMemory, rdx_last_error().map { String(cString: $0) } ?? "no state")
+        }
+        defer { json_object_put(state) }
+        return try JSONCDecoder().decode(JSONValue.self, from: state).description
+    }
+}
+
+/// Runs `body` on the Swift concurrency pool and waits for it on this (C's) thread.
+private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws(CFailure) -> T) throws(CFailure) -> T {
+    let result = Mutex<Result<T, CFailure>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let outcome: Result<T, CFailure>
+        do throws(CFailure) { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
+}

@@ -1,0 +1,344 @@
+/*
+ * test_postgres.c — a C store replicated through a PostgreSQL stream (include/reduxstore_postgres.h,
+ * libreduxstore-postgres.so), against the server REDUXSTORE_TEST_POSTGRES names (scripts/postgres
+ * starts a throwaway one; without it the test fails, it never passes by skipping).
+ *
+ * C threads and a Swift process (reduxstore-replica-check, RDX_REPLICA_CHECK) write to one
+ * stream at once with the same reducer; every replica ends with the same state, equal to the
+ * Swift process's. Dispatches return once applied here; observers hear every version in order;
+ * what would reorder the stream is refused; bad arguments and a missing server are clear errors
+ * that never show the password.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "reduxstore.h"
+#include "reduxstore_postgres.h"
+#include "check.h"
+
+/* The tally of Tests/ReplicaCheck/main.swift: count, total of "by", and an FNV-1a digest of the
+ * tags in order (equal digests mean the same order). */
+static void tally_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    json_object *value = NULL;
+    const char *tag;
+    uint64_t digest;
+    (void)context;
+    if (strcmp(identifier, "add") != 0 || payload == NULL) return;
+    json_object_object_get_ex(state, "count", &value);
+    json_object_set_int64(value, json_object_get_int64(value) + 1);
+    json_object_object_get_ex(state, "total", &value);
+    {
+        json_object *by = NULL;
+        json_object_object_get_ex(payload, "by", &by);
+        json_object_set_int64(value, json_object_get_int64(value) + json_object_get_int64(by));
+    }
+    json_object_object_get_ex(state, "digest", &value);
+    digest = json_object_get_uint64(value);
+    {
+        json_object *tag_node = NULL;
+        json_object_object_get_ex(payload, "tag", &tag_node);
+        tag = json_object_get_string(tag_node);
+    }
+    for (; tag != NULL && *tag != '\0'; tag++) digest = (digest ^ (unsigned char)*tag) * 1099511628211ULL;
+    json_object_object_add(state, "digest", json_object_new_uint64(digest));
+}
+
+static json_object *zero_tally(void)
+{
+    json_object *state = json_object_new_object();
+    json_object_object_add(state, "count", json_object_new_int64(0));
+    json_object_object_add(state, "total", json_object_new_int64(0));
+    json_object_object_add(state, "digest", json_object_new_uint64(14695981039346656037ULL));
+    return state;
+}
+
+static const rdx_reducer reducers[] = {{tally_reduce, NULL}};
+static const char *url;
+static char stream[128];
+
+/* ---- Observers: every version once, in order; a dispatch from one is refused. */
+
+typedef struct heard {
+    pthread_mutex_t lock;
+    uint64_t last;
+    long count;
+    int out_of_order;
+    rdx_status inside;
+    int tried_inside;
+} heard;
+
+static void observe(rdx_store *store, const char *name, uint64_t version, void *context)
+{
+    heard *h = context;
+    (void)name;
+    pthread_mutex_lock(&h->lock);
+    if (version != h->last + 1) h->out_of_order = 1;
+    h->last = version;
+    h->count++;
+    if (!h->tried_inside) {
+        h->tried_inside = 1;
+        pthread_mutex_unlock(&h->lock);
+        h->inside = rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"inside\"}}");
+        return;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- Writers. */
+
+typedef struct writer {
+    rdx_store *store;
+    int lane;
+    int count;
+    int by;
+    int failures;
+} writer;
+
+static void *write_lane(void *argument)
+{
+    writer *w = argument;
+    char action[160];
+    int index;
+    for (index = 0; index < w->count; index++) {
+        uint64_t before = rdx_store_version(w->store);
+        snprintf(action, sizeof action, "{\"identifier\":\"add\",\"payload\":{\"by\":%d,\"tag\":\"c%d-%d\"}}",
+                 w->by, w->lane, index);
+        if (rdx_store_dispatch_json(w->store, action) != RDX_OK) {
+            fprintf(stderr, "lane %d: %s\n", w->lane, rdx_last_error());
+            w->failures++;
+        } else if (rdx_store_version(w->store) <= before) {
+            w->failures++;   /* returned before its action was applied here */
+        }
+    }
+    return NULL;
+}
+
+/* The state's three fields. */
+typedef struct tally {
+    int64_t count;
+    int64_t total;
+    uint64_t digest;
+} tally;
+
+static tally read_tally(json_object *state)
+{
+    tally t = {-1, -1, 0};
+    json_object *value = NULL;
+    if (state == NULL) return t;
+    if (json_object_object_get_ex(state, "count", &value)) t.count = json_object_get_int64(value);
+    if (json_object_object_get_ex(state, "total", &value)) t.total = json_object_get_int64(value);
+    if (json_object_object_get_ex(state, "digest", &value)) t.digest = json_object_get_uint64(value);
+    return t;
+}
+
+static tally store_tally(rdx_store *store)
+{
+    json_object *state = rdx_store_current_state(store);
+    tally t = read_tally(state);
+    json_object_put(state);
+    return t;
+}
+
+/* Waits up to 30 s for `store` to reach `version`. */
+static int wait_for(rdx_store *store, uint64_t version)
+{
+    int tries;
+    for (tries = 0; tries < 3000; tries++) {
+        if (rdx_store_version(store) >= version) return 1;
+        struct timespec pause = {0, 10000000};
+        nanosleep(&pause, NULL);
+    }
+    return 0;
+}
+
+/* Starts `reduxstore-replica-check write URL STREAM swift COUNT 8 TOTAL`; its output goes to
+ * `out`. Returns the child's pid, or -1. */
+static pid_t start_swift_writer(const char *check, int count, int total, const char *out)
+{
+    char count_text[16], total_text[16];
+    pid_t pid;
+    snprintf(count_text, sizeof count_text, "%d", count);
+    snprintf(total_text, sizeof total_text, "%d", total);
+    pid = fork();
+    if (pid == 0) {
+        FILE *file = freopen(out, "w", stdout);
+        if (file == NULL) _exit(126);
+        execl(check, check, "write", url, stream, "swift", count_text, "8", total_text, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* The Swift process's last line, `state {...}`, as a tally. */
+static tally swift_tally(const char *out)
+{
+    tally t = {-1, -1, 0};
+    char line[4096];
+    FILE *file = fopen(out, "r");
+    if (file == NULL) return t;
+    while (fgets(line, sizeof line, file) != NULL) {
+        if (strncmp(line, "state ", 6) == 0) {
+            json_object *state = json_tokener_parse(line + 6);
+            t = read_tally(state);
+            json_object_put(state);
+        }
+    }
+    fclose(file);
+    return t;
+}
+
+int main(void)
+{
+    const char *check = getenv("RDX_REPLICA_CHECK");
+    rdx_status status = RDX_OK;
+    json_object *zero = zero_tally();
+    rdx_store *store, *later;
+    heard h;
+    enum { lanes = 4, per_lane = 60, swift_count = 150, batch = 3 };
+    const int total = lanes * per_lane + swift_count + batch;
+    writer writers[lanes + 1];
+    pthread_t threads[lanes + 1];
+    /* Without the Swift process (RDX_CTEST_WITHOUT_SWIFT=1, where no Swift program can run: the
+     * install test hides the toolchain), a C thread writes its share. */
+    const int without_swift = getenv("RDX_CTEST_WITHOUT_SWIFT") != NULL;
+    const int lanes_run = without_swift ? lanes + 1 : lanes;
+    char swift_out[256];
+    pid_t swift = -1;
+    int lane, exit_status = 0;
+    tally mine, theirs, other;
+
+    TEST("a server to test against");
+    url = getenv("REDUXSTORE_TEST_POSTGRES");
+    if (!CHECK(url != NULL && url[0] != '\0')) {
+        fprintf(stderr, "    REDUXSTORE_TEST_POSTGRES is not set: start a server with scripts/postgres\n");
+        json_object_put(zero);
+        return check_report();
+    }
+    if (without_swift) {
+        printf("NOT RUN  the Swift process sharing the stream (RDX_CTEST_WITHOUT_SWIFT): a C thread writes its share\n");
+    } else if (!CHECK(check != NULL)) {
+        fprintf(stderr, "    RDX_REPLICA_CHECK is not set: the path of reduxstore-replica-check (Tests/CTests/run.sh sets it)\n");
+    }
+    snprintf(stream, sizeof stream, "c-tally-%ld-%ld", (long)getpid(), (long)time(NULL));
+    snprintf(swift_out, sizeof swift_out, "/tmp/reduxstore-c-replica-%ld.out", (long)getpid());
+
+    TEST("bad arguments and a missing server are clear errors, without the password");
+    CHECK(rdx_store_open_stream(NULL, stream, zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(rdx_store_open_stream(url, "", zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "name") != NULL);
+    CHECK(rdx_store_open_stream(url, stream, NULL, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(rdx_store_open_stream("postgres://tester:hunter2@127.0.0.1:1/none", stream, zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EIO);
+    CHECK(strstr(rdx_last_error(), "hunter2") == NULL);
+    CHECK(strlen(rdx_last_error()) > 0);
+    CHECK(rdx_store_open_stream("port=notanumber", stream, zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+
+    TEST("open a stream: an ordinary store at version 0");
+    store = rdx_store_open_stream(url, stream, zero, reducers, 1, &status);
+    CHECK_STATUS(status, RDX_OK);
+    if (!CHECK(store != NULL)) {
+        fprintf(stderr, "    %s\n", rdx_last_error());
+        json_object_put(zero);
+        return check_report();
+    }
+    CHECK_EQ_INT(rdx_store_version(store), 0);
+    memset(&h, 0, sizeof h);
+    pthread_mutex_init(&h.lock, NULL);
+    CHECK(rdx_store_add_observer(store, NULL, observe, &h) != 0);
+
+    TEST("what would reorder the stream is refused and changes nothing");
+    CHECK_STATUS(rdx_store_enqueue_action(store, "add", NULL), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_restore_version(store, 0), RDX_EINVAL);
+    CHECK_EQ_INT(rdx_store_version(store), 0);
+
+    TEST("C threads and a Swift process write at once; each dispatch returns once applied here");
+    if (!without_swift && check != NULL) swift = start_swift_writer(check, swift_count, total, swift_out);
+    for (lane = 0; lane < lanes_run; lane++) {
+        writers[lane].store = store;
+        writers[lane].lane = lane;
+        writers[lane].count = lane < lanes ? per_lane : swift_count;
+        writers[lane].by = lane < lanes ? 2 : 1;
+        writers[lane].failures = 0;
+        pthread_create(&threads[lane], NULL, write_lane, &writers[lane]);
+    }
+    for (lane = 0; lane < lanes_run; lane++) {
+        pthread_join(threads[lane], NULL);
+        CHECK_EQ_INT(writers[lane].failures, 0);
+    }
+    {
+        uint64_t before = rdx_store_version(store);
+        CHECK_STATUS(rdx_store_dispatch_batch_json(store,
+            "[{\"identifier\":\"add\",\"payload\":{\"by\":3,\"tag\":\"b0\"}},"
+            "{\"identifier\":\"add\",\"payload\":{\"by\":3,\"tag\":\"b1\"}},"
+            "{\"identifier\":\"add\",\"payload\":{\"by\":3,\"tag\":\"b2\"}}]"), RDX_OK);
+        CHECK(rdx_store_version(store) >= before + 3);
+        /* A bad element refuses the whole batch: nothing is sent. */
+        before = rdx_store_version(store);
+        CHECK_STATUS(rdx_store_dispatch_batch_json(store,
+            "[{\"identifier\":\"add\",\"payload\":{\"by\":3,\"tag\":\"b3\"}},{\"nope\":1}]"), RDX_EDECODE);
+        CHECK(rdx_store_version(store) >= before);
+    }
+    if (swift > 0) {
+        int waited = waitpid(swift, &exit_status, 0) == swift;
+        CHECK(waited && WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0);
+    }
+
+    TEST("every replica ends with the Swift process's state");
+    pthread_mutex_lock(&h.lock);
+    CHECK_STATUS(h.inside, RDX_EINVAL);
+    pthread_mutex_unlock(&h.lock);
+    CHECK(wait_for(store, (uint64_t)total));
+    CHECK_EQ_INT(rdx_store_version(store), total);
+    mine = store_tally(store);
+    CHECK_EQ_INT(mine.count, total);
+    CHECK_EQ_INT(mine.total, lanes * per_lane * 2 + swift_count + batch * 3);
+    if (!without_swift) {
+        theirs = swift_tally(swift_out);
+        CHECK_EQ_INT(theirs.count, mine.count);
+        CHECK_EQ_INT(theirs.total, mine.total);
+        CHECK(theirs.digest == mine.digest);
+    }
+    pthread_mutex_lock(&h.lock);
+    CHECK_EQ_INT(h.count, total);
+    CHECK(!h.out_of_order);
+    pthread_mutex_unlock(&h.lock);
+
+    TEST("a process that opens the stream later applies it to the same state");
+    later = rdx_store_open_stream(url, stream, zero, reducers, 1, &status);
+    CHECK_STATUS(status, RDX_OK);
+    if (later != NULL) {
+        CHECK_EQ_INT(rdx_store_version(later), total);
+        other = store_tally(later);
+        CHECK(other.digest == mine.digest);
+        CHECK_EQ_INT(other.total, mine.total);
+        /* Its dispatch reaches the first replica too. */
+        CHECK_STATUS(rdx_store_dispatch_json(later, "{\"identifier\":\"add\",\"payload\":{\"by\":5,\"tag\":\"late\"}}"), RDX_OK);
+        CHECK_EQ_INT(rdx_store_version(later), total + 1);
+        CHECK(wait_for(store, (uint64_t)total + 1));
+        CHECK(store_tally(store).digest == store_tally(later).digest);
+        rdx_store_release(later);
+    }
+
+    TEST("the last release closes the stream");
+    rdx_store_release(store);
+    pthread_mutex_destroy(&h.lock);
+    json_object_put(zero);
+    unlink(swift_out);
+    return check_report();
+}

@@ -1,0 +1,95 @@
+/*
+ * reduxstore_postgres.h — a C store replicated through a PostgreSQL stream.
+ *
+ * Any number of processes, in C or Swift, open the same stream with the same reducers; each
+ * applies every action of the stream, in the one order PostgreSQL gives them, to a local store.
+ * The store rdx_store_open_stream() returns is an ordinary rdx_store: read it, observe it, listen
+ * to its changes, journal it, inspect it. Its dispatches go to the stream first:
+ *
+ *     #include <reduxstore_postgres.h>
+ *
+ *     rdx_status status;
+ *     json_object *zero = json_tokener_parse("{\"count\":0}");
+ *     rdx_reducer reducers[] = {{count_reducer, NULL}};
+ *     rdx_store *store = rdx_store_open_stream("", "tally", zero, reducers, 1, &status);
+ *     json_object_put(zero);
+ *     if (!store) { fprintf(stderr, "%s\n", rdx_last_error()); return 1; }
+ *     rdx_store_dispatch_json(store, "{\"identifier\":\"tally.add\",\"payload\":{\"by\":1}}");
+ *     printf("version %llu\n", (unsigned long long)rdx_store_version(store));  // committed, applied
+ *     rdx_store_release(store);                  // the last reference closes the connections
+ *
+ * Build: cc prog.c $(pkg-config --cflags --libs reduxstore-postgres) after scripts/install (the
+ * library calls libreduxstore.so, which its .pc file links too).
+ *
+ * A C program and a Swift program (ReplicatedStore) share a stream when their states have one JSON
+ * shape and their reducers do the same: actions are stored as identifier, payload (JSON) and
+ * source; snapshots as the state's canonical JSON text and its SHA-256. The schema, the order,
+ * snapshots, retention and faults are the Swift library's: the DocC article "Replication" of
+ * ReduxStorePostgres.
+ */
+#ifndef REDUXSTORE_POSTGRES_H
+#define REDUXSTORE_POSTGRES_H
+
+#include "reduxstore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Opens the stream named `stream` on the server `connection` names, to write to: creates the
+ * library's tables (schema "reduxstore") and the stream when missing, starts from the stream's
+ * newest snapshot (or a deep copy of `initial_state`, borrowed, at version 0), applies the actions
+ * after it, and keeps applying what other processes commit (woken by PostgreSQL's notifications,
+ * and by a poll every second should one be missed). Returns once caught up.
+ *
+ * `connection`: a libpq-style URL ("postgres://user:password@host:port/db?sslmode=require") or
+ * key=value string ("host=/var/run/postgresql dbname=app"); "" or a missing setting takes the
+ * usual PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and PGSSLMODE variables. TLS is
+ * postgres-nio's (sslmode "require" or "verify-full"). No error message ever shows the password.
+ *
+ * The store's version is the stream's version it applied. On it:
+ *   - rdx_store_dispatch_action(), rdx_store_dispatch_json() (and their _at forms) return once the
+ *     action is committed to the stream and applied here, with everything committed before it.
+ *     Concurrent dispatches of one process share one INSERT (group commit). Failures:
+ *     RDX_EIO    the connection was lost and not regained within 10 s (the action may have been
+ *                committed: it is then applied when read, like another process's), or the server
+ *                failed the statement;
+ *     RDX_EINVAL the store is being released, or the dispatch came from the thread applying
+ *                the stream (a reducer, listener or observer of this store: they run on the
+ *                library's thread, one at a time, in the stream's order) — it would wait for
+ *                itself;
+ *     and what rdx_store_dispatch_action() returns for bad input (nothing is then sent).
+ *   - rdx_store_dispatch_batch_json() checks every element, then commits them one by one, in order,
+ *     stopping at the first failure: another process's actions may fall between them.
+ *   - rdx_store_enqueue_action() and rdx_store_restore_version() are refused (RDX_EINVAL): the
+ *     stream decides the order.
+ *   - A stored action this store refuses (RDX_EDECODE), a state that differs from the snapshot
+ *     another process stored at that version (reducers that are not deterministic), or versions
+ *     trimmed before this replica applied them (RDX_ECORRUPT) stop the replica at that version:
+ *     every later dispatch fails with that status, rdx_last_error() naming the stream and the
+ *     version. It never skips an action.
+ *   - The last rdx_store_release() waits for the dispatches on their way, stops following and
+ *     closes the connections. Do not release the last reference from one of the store's own
+ *     callbacks.
+ *
+ * Returns a NEW store with one reference, or NULL with *status (if status is not NULL) set and
+ * rdx_last_error() saying why:
+ *   RDX_EINVAL  a NULL argument, a connection string or stream name that is not acceptable (the
+ *               name: 1 to 200 bytes), or a reducer list rdx_store_create() refuses;
+ *   RDX_EIO     the server cannot be reached, refuses the user or the password, fails a statement,
+ *               or holds the library's tables in a newer format;
+ *   RDX_EDECODE the stream's newest snapshot is not JSON a C store can hold, or an action after
+ *               it does not apply (naming the version);
+ *   RDX_ECORRUPT the state differs from a stored snapshot's, or versions were trimmed;
+ *   and what rdx_store_create() returns for the state.
+ */
+RDX_API rdx_store *rdx_store_open_stream(const char *connection, const char *stream,
+                                         json_object *initial_state, const rdx_reducer *reducers,
+                                         size_t reducer_count, rdx_status *status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDUXSTORE_POSTGRES_H */
