@@ -166,8 +166,12 @@ struct ReplicatedStoreTests {
         #expect(failure?.kind == .divergence)
         #expect(failure?.version == 10)
         #expect(failure?.description.contains("version 10") == true)
-        #expect(follower.store.version == 10)
+        // The follower may have applied 10 before the writer stored its snapshot: it compares
+        // when it next looks, a version or two on, and stops there.
+        let stopped = follower.store.version
+        #expect(stopped >= 10 && stopped <= 12)
         await #expect(throws: ReplicationError.self) { try await follower.catchUp() }
+        #expect(follower.store.version == stopped, "a stopped replica applies nothing more")
         await follower.close()
         await writer.close()
     }
