@@ -3,6 +3,7 @@ import PostgresNIO
 
 /// A stream as a process finds it when it opens it: a connection to its server, the library's
 /// tables created or migrated (and, for a writer, the stream's row), and the newest snapshot.
+/// Every statement's wait is bounded, as a replica's are.
 package struct OpenedStream {
     package let connection: PostgresConnection
     package let schema: StreamSchema
@@ -17,11 +18,10 @@ package struct OpenedStream {
         let connection = try await StreamConnection.connect(stream, logger: logger)
         do {
             try await schema.migrate(connection, logger: logger)
-            if writes { try await connection.query(schema.createStream(stream.stream), logger: logger) }
+            if writes { _ = try await connection.rows(schema.createStream(stream.stream), logger: logger) }
             var newest: (UInt64, String?) = (0, nil)
-            for try await (version, state) in try await connection.query(
-                schema.newestSnapshot(stream.stream), logger: logger
-            ).decode((Int64, String).self) {
+            for row in try await connection.rows(schema.newestSnapshot(stream.stream), logger: logger) {
+                let (version, state) = try row.decode((Int64, String).self)
                 newest = (UInt64(version), state)
             }
             return OpenedStream(

@@ -70,21 +70,21 @@ package struct StreamSchema: Sendable {
     ///
     /// - Throws: ``ReplicationError/Kind/schema`` when the tables are newer than this library.
     func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("BEGIN", logger: logger)
+        _ = try await connection.rows("BEGIN", logger: logger)
         do {
-            try await connection.query(
+            _ = try await connection.rows(
                 "SELECT pg_advisory_xact_lock(hashtextextended(\("reduxstore schema " + name), 0))", logger: logger)
-            try await connection.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(quoted)"), logger: logger)
-            try await connection.query(
+            _ = try await connection.rows(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(quoted)"), logger: logger)
+            _ = try await connection.rows(
                 PostgresQuery(unsafeSQL: """
                     CREATE TABLE IF NOT EXISTS \(quoted).migrations (
                         version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())
                     """), logger: logger)
             var current = 0
-            for try await value in try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT coalesce(max(version), 0) FROM \(quoted).migrations"), logger: logger
-            ).decode(Int32.self) {
-                current = Int(value)
+            for row in try await connection.rows(
+                PostgresQuery(unsafeSQL: "SELECT coalesce(max(version), 0) FROM \(quoted).migrations"), logger: logger)
+            {
+                current = Int(try row.decode(Int32.self))
             }
             guard current <= Self.version else {
                 throw ReplicationError(
@@ -93,15 +93,15 @@ package struct StreamSchema: Sendable {
             }
             for (index, step) in migrations.enumerated() where index + 1 > current {
                 for statement in step {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await connection.query(
+                _ = try await connection.rows(
                     PostgresQuery(unsafeSQL: "INSERT INTO \(quoted).migrations (version) VALUES (\(index + 1))"),
                     logger: logger)
             }
-            try await connection.query("COMMIT", logger: logger)
+            _ = try await connection.rows("COMMIT", logger: logger)
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.rows("ROLLBACK", logger: logger)
             throw error
         }
     }
