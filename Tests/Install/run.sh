@@ -71,10 +71,20 @@ check "reduxstore.pc's version is the header's" \
 # ---- 3. What the library needs and what it exports.
 # A library the loader takes from outside the system's folders, or cannot find.
 foreign_needs() { ldd "$1" | awk '$2 == "=>" && ($3 !~ /^\/(usr\/)?lib(64|x32)?\// ) { print }'; }
+# The libraries a library names as NEEDED, on one line.
+needed_by() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' '; }
+# A header's functions: a name followed by "(" in the header without its comments (function
+# pointer typedefs read "(*rdx_name)(" and do not match).
+declared_in() {
+    cc -fpreprocessed -dD -E -P "include/$1" 2>/dev/null |
+        grep -oE '\brdx_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u
+}
+# What a library exports: defined dynamic symbols bound globally or weakly (nm's upper-case letters).
+exported_by() { nm -D --defined-only "$1" | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort -u; }
 needs=$(foreign_needs "$lib")
 check "the library loads nothing from outside the system's folders (ldd)" test -z "$needs"
 [ -z "$needs" ] || echo "$needs" >&2
-needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' ')
+needed=$(needed_by "$lib")
 echo "      NEEDED: $needed"
 check "the library needs no Swift library (readelf -d)" \
     bash -c '! grep -Eq "swift|dispatch|BlocksRuntime|Foundation" <<<"$1"' _ "$needed"
@@ -83,12 +93,8 @@ echo "      RUNPATH: ${runpath:-(none)}"
 check "the library's run path names no folder (only \$ORIGIN)" \
     bash -c '! tr ":" "\n" <<<"$1" | grep -v "^$" | grep -qv "^\$ORIGIN"' _ "$runpath"
 
-# The header's functions: a name followed by "(" in the header without its comments (function
-# pointer typedefs read "(*rdx_name)(" and do not match).
-declared=$(cc -fpreprocessed -dD -E -P include/reduxstore.h 2>/dev/null |
-    grep -oE '\brdx_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
-# Exported: defined dynamic symbols bound globally or weakly (nm's upper-case letters).
-exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort -u)
+declared=$(declared_in reduxstore.h)
+exported=$(exported_by "$lib")
 extra=$(comm -13 <(echo "$declared") <(echo "$exported"))
 absent=$(comm -23 <(echo "$declared") <(echo "$exported"))
 echo "      exported: $(grep -c . <<<"$exported") symbols; the header declares $(grep -c . <<<"$declared") functions"
@@ -97,52 +103,35 @@ check "the library exports every rdx_ function of the header" test -z "$absent" 
 check "the library exports nothing else (no Swift runtime, libdispatch or Swift symbol)" test -z "$extra"
 [ -z "$extra" ] || echo "      also exported: $(echo $extra | cut -c1-2000)" >&2
 
-# ---- 3b. The live inspector's library: its header, .pc file, needs and exports.
-ilib="$prefix/lib/libreduxstore-inspector.so"
-check "DIR/include/reduxstore_inspector.h is the header" \
-    cmp -s include/reduxstore_inspector.h "$prefix/include/reduxstore_inspector.h"
-check "DIR/lib/libreduxstore-inspector.so is installed" test -f "$ilib" -a -x "$ilib"
-iflags=$(pkg-config --cflags --libs reduxstore-inspector 2>&1)
-echo "      pkg-config --cflags --libs reduxstore-inspector: $iflags"
-check "reduxstore-inspector.pc gives -lreduxstore-inspector and, through reduxstore, -lreduxstore and json-c" \
-    has_words "$iflags" "-I$prefix/include" "-L$prefix/lib" -lreduxstore-inspector -lreduxstore -ljson-c
-ineeds=$(foreign_needs "$ilib" | grep -v "$prefix/lib/libreduxstore.so")
-check "the inspector's library loads nothing from outside the system's folders and the prefix (ldd)" test -z "$ineeds"
-[ -z "$ineeds" ] || echo "$ineeds" >&2
-ineeded=$(readelf -d "$ilib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' ')
-echo "      NEEDED: $ineeded"
-check "it needs libreduxstore.so and no Swift library (readelf -d)" \
-    bash -c 'grep -qw "libreduxstore.so" <<<"$1" && ! grep -Eq "swift|dispatch|BlocksRuntime|Foundation" <<<"$1"' _ "$ineeded"
-ideclared=$(cc -fpreprocessed -dD -E -P include/reduxstore_inspector.h 2>/dev/null |
-    grep -oE '\brdx_inspector_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
-iexported=$(nm -D --defined-only "$ilib" | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort -u)
-check "it exports exactly the rdx_inspector_ functions of its header" \
-    test -n "$ideclared" -a "$ideclared" = "$iexported"
-[ "$ideclared" = "$iexported" ] || echo "      exported: $(echo $iexported | cut -c1-500)" >&2
+# ---- 3b. The live inspector's and replication's libraries: header, .pc file, needs and exports.
+# check_layered PRODUCT HEADER WHAT: the checks of DIR/lib/libPRODUCT.so (WHAT names it in the
+# labels); leaves its pkg-config flags in $layer_flags.
+check_layered() {
+    local product=$1 header=$2 what=$3 library="$prefix/lib/lib$1.so" needs needed declared exported
+    check "DIR/include/$header is the header" cmp -s "include/$header" "$prefix/include/$header"
+    check "DIR/lib/lib$product.so is installed" test -f "$library" -a -x "$library"
+    layer_flags=$(pkg-config --cflags --libs "$product" 2>&1)
+    echo "      pkg-config --cflags --libs $product: $layer_flags"
+    check "$product.pc gives -l$product and, through reduxstore, -lreduxstore and json-c" \
+        has_words "$layer_flags" "-I$prefix/include" "-L$prefix/lib" "-l$product" -lreduxstore -ljson-c
+    needs=$(foreign_needs "$library" | grep -v "$prefix/lib/libreduxstore.so")
+    check "$what library loads nothing from outside the system's folders and the prefix (ldd)" test -z "$needs"
+    [ -z "$needs" ] || echo "$needs" >&2
+    needed=$(needed_by "$library")
+    echo "      NEEDED: $needed"
+    check "$what library needs libreduxstore.so and no Swift library (readelf -d)" \
+        bash -c 'grep -qw "libreduxstore.so" <<<"$1" && ! grep -Eq "swift|dispatch|BlocksRuntime|Foundation" <<<"$1"' _ "$needed"
+    declared=$(declared_in "$header")
+    exported=$(exported_by "$library")
+    check "$what library exports exactly the rdx_ functions of $header" test -n "$declared" -a "$declared" = "$exported"
+    [ "$declared" = "$exported" ] || echo "      exported: $(echo $exported | cut -c1-500)" >&2
+}
+check_layered reduxstore-inspector reduxstore_inspector.h "the inspector's"
+iflags=$layer_flags
 check "Examples/CInspectorDemo/main.c builds with \`cc \$(pkg-config --cflags --libs reduxstore-inspector)\` alone" \
     cc -std=c99 -Wall -Wextra -Werror -pedantic Examples/CInspectorDemo/main.c $iflags -o "$work/c-inspector-demo"
-
-# ---- 3c. Replication's library: the same checks.
-plib="$prefix/lib/libreduxstore-postgres.so"
-check "DIR/include/reduxstore_postgres.h is the header" \
-    cmp -s include/reduxstore_postgres.h "$prefix/include/reduxstore_postgres.h"
-check "DIR/lib/libreduxstore-postgres.so is installed" test -f "$plib" -a -x "$plib"
-pflags=$(pkg-config --cflags --libs reduxstore-postgres 2>&1)
-echo "      pkg-config --cflags --libs reduxstore-postgres: $pflags"
-check "reduxstore-postgres.pc gives -lreduxstore-postgres and, through reduxstore, -lreduxstore and json-c" \
-    has_words "$pflags" "-I$prefix/include" "-L$prefix/lib" -lreduxstore-postgres -lreduxstore -ljson-c
-pneeds=$(foreign_needs "$plib" | grep -v "$prefix/lib/libreduxstore.so")
-check "replication's library loads nothing from outside the system's folders and the prefix (ldd)" test -z "$pneeds"
-[ -z "$pneeds" ] || echo "$pneeds" >&2
-pneeded=$(readelf -d "$plib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p' | tr '\n' ' ')
-echo "      NEEDED: $pneeded"
-check "it needs libreduxstore.so and no Swift library (readelf -d)" \
-    bash -c 'grep -qw "libreduxstore.so" <<<"$1" && ! grep -Eq "swift|dispatch|BlocksRuntime|Foundation" <<<"$1"' _ "$pneeded"
-pdeclared=$(cc -fpreprocessed -dD -E -P include/reduxstore_postgres.h 2>/dev/null |
-    grep -oE '\brdx_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:]]*($//' | sort -u)
-pexported=$(nm -D --defined-only "$plib" | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort -u)
-check "it exports exactly the rdx_ functions of its header" test -n "$pdeclared" -a "$pdeclared" = "$pexported"
-[ "$pdeclared" = "$pexported" ] || echo "      exported: $(echo $pexported | cut -c1-500)" >&2
+check_layered reduxstore-postgres reduxstore_postgres.h "replication's"
+pflags=$layer_flags
 
 # ---- 4. The demo, built with pkg-config alone.
 echo "== the C demo"
