@@ -105,7 +105,8 @@ struct CStreamOpening: @unchecked Sendable {
         do {
             try await replicator.catchUp(through: nil)
         } catch {
-            // The store's release closes the replicator (and lets the replica go).
+            // Closed here, on this task; the store's release then only lets the replica go.
+            await replicator.close()
             rdx_store_release(store)
             throw CFailure(error)
         }
