@@ -51,24 +51,6 @@ func dispatchBatchFromC(
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let text = try CInput.required(actionsJSON, "actions_json")
             let length = strnlen(text, StoreLimits.maximumJSONTextSize + 1)
-            if let forwarding = handle.forwarding {
-                // Every element checked first, then each handed on in order, applied before the
-                // next: the library orders actions one by one.
-                try JSONInput.withParsedBatch(text, length: length) { (parts) throws(StoreError) in
-                    for (index, part) in parts.enumerated() {
-                        do throws(StoreError) {
-                            _ = try handle.core.makeAction(identifier: part.identifier, payload: part.payload)
-                        } catch {
-                            throw error.prefixed("[\(index)]")
-                        }
-                    }
-                    for part in parts {
-                        try forwarding.forward(
-                            handle, identifier: part.identifier, payload: part.payload, enqueue: false, source: source)
-                    }
-                }
-                return
-            }
             let actions = try JSONInput.withParsedBatch(text, length: length) {
                 (parts) throws(StoreError) -> [any Action] in
                 var actions: [any Action] = []
@@ -83,7 +65,20 @@ func dispatchBatchFromC(
                 }
                 return actions
             }
-            try handle.core.dispatchBatch(actions, source: source)
+            guard let forwarding = handle.forwarding else {
+                try handle.core.dispatchBatch(actions, source: source)
+                return
+            }
+            // Every element checked, a forwarding store's library orders them one by one: each
+            // handed on in order, and applied before the next.
+            for action in actions {
+                try action.withCParts { identifier, payload in
+                    Result { () throws(StoreError) in
+                        try forwarding.forward(
+                            handle, identifier: identifier, payload: payload, enqueue: false, source: source)
+                    }
+                }.get()
+            }
         }
     }
 }

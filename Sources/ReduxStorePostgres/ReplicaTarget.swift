@@ -41,10 +41,7 @@ struct SwiftReplicaTarget<State: Codable & Sendable>: ReplicaTarget {
 
     /// The action a row stands for.
     private func decode(_ row: StreamRow) throws(StoreError) -> any Action {
-        let length = row.payload.utf8.count
-        let tree = try row.payload.withCString { text in
-            Result { () throws(StoreError) in try JSONCText.parse(text, length: length) }
-        }.get()
+        let tree = try JSONCText.parse(row.payload)
         defer { json_object_put(tree) }
         return try actions.action(identifier: row.identifier, payload: tree)
     }

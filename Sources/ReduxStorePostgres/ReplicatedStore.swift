@@ -1,5 +1,3 @@
-import Logging
-import PostgresNIO
 public import ReduxStore
 
 /// A store whose actions live in a PostgreSQL stream, shared by any number of processes: each
@@ -93,29 +91,27 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let options = try options.validated(stream: stream.stream)
         let opened = try await OpenedStream.open(stream, writes: writes)
-        let (connection, schema, logger) = (opened.connection, opened.schema, opened.logger)
-        let start = (version: opened.version, state: opened.state)
         var state = initialState
-        if let text = start.state {
+        if let text = opened.state {
             do {
                 state = try JSONCDecoder().decode(State.self, fromJSONString: text)
             } catch {
-                try? await connection.close()
+                try? await opened.connection.close()
                 throw ReplicationError(
-                    .decode, stream: stream.stream, version: start.version,
+                    .decode, stream: stream.stream, version: opened.version,
                     "the stored snapshot does not decode into \(State.self): \(error.message)")
             }
         }
         let gate = ReplicaGate(stream: stream.stream)
         let store = Store(
-            reducers: reducers, adopting: start.state == nil ? Store.deepCopy(state) : state,
-            version: start.version, middleware: MiddlewareChain.make([gate.middleware() as Middleware<State>]))
+            reducers: reducers, adopting: opened.state == nil ? Store.deepCopy(state) : state,
+            version: opened.version, middleware: MiddlewareChain.make([gate.middleware() as Middleware<State>]))
         store.localChangesRefusal =
             "the store is a replica of stream \"\(stream.stream)\": its versions come from the stream"
         let replicator = Replicator(
-            stream: stream, schema: schema, options: options,
+            stream: stream, schema: opened.schema, options: options,
             target: SwiftReplicaTarget(store: store, gate: gate, actions: actions),
-            logger: logger, writes: writes, connection: connection)
+            logger: opened.logger, writes: writes, connection: opened.connection)
         do {
             try await replicator.catchUp(through: nil)
         } catch {

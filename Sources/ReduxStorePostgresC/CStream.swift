@@ -26,7 +26,7 @@ public func rdx_store_open_stream(
         } catch {
             throw CFailure(error)
         }
-        // The reducers are copied by rdx_store_create_forwarding, on this thread, before any waits.
+        // The pointers C passed stay valid for the task that uses them: this call waits for it.
         let request = CStreamOpening(
             stream: target, initialState: initialState, reducers: reducers, reducerCount: reducerCount)
         let store = try waitFor { () async throws(CFailure) -> CStorePointer in try await request.open() }
@@ -120,10 +120,7 @@ struct CStreamOpening: @unchecked Sendable {
         var snapshot: OpaquePointer?
         if let text {
             do throws(StoreError) {
-                let length = text.utf8.count
-                snapshot = try text.withCString { pointer in
-                    Result { () throws(StoreError) in try JSONCText.parse(pointer, length: length) }
-                }.get()
+                snapshot = try JSONCText.parse(text)
             } catch {
                 throw CFailure(RDX_EDECODE, "stream \"\(stream.stream)\", version \(version): the stored snapshot is not JSON a C store can hold: \(error.message)")
             }
@@ -221,10 +218,7 @@ struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
     var version: UInt64 { rdx_store_version(store) }
 
     func apply(_ row: StreamRow) throws(StoreError) {
-        let length = row.payload.utf8.count
-        let payload = try row.payload.withCString { text in
-            Result { () throws(StoreError) in try JSONCText.parse(text, length: length) }
-        }.get()
+        let payload = try JSONCText.parse(row.payload)
         defer { json_object_put(payload) }
         let status = row.identifier.withCString { identifier in
             row.source.isEmpty

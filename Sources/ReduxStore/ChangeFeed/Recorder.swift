@@ -252,10 +252,14 @@ struct ActionLog {
     /// times before the last at or before the oldest record, the batches that end before it.
     private mutating func trimMarks() {
         guard times.count + batches.count > 2 * count + 16 else { return }
+        guard count > 0 else {
+            times.removeAll(keepingCapacity: true)
+            batches.removeAll(keepingCapacity: true)
+            return
+        }
         let oldest = newest &- UInt64(count) &+ 1
         if let last = times.lastIndex(where: { $0.version <= oldest }), last > 0 { times.removeFirst(last) }
-        if count == 0 { times.removeAll(keepingCapacity: true) }
-        batches.removeAll { $0.upperBound < oldest || count == 0 }
+        batches.removeAll { $0.upperBound < oldest }
     }
 
     @inline(never)

@@ -235,6 +235,12 @@ package enum JSONCText {
         return try JSONC.parse(bytes, maximumDepth: maximumDepth)
     }
 
+    /// Parses JSON text into a new tree the caller owns (`nil` for `null`), as
+    /// ``parse(_:length:maximumDepth:)`` does.
+    package static func parse(_ text: String) throws(StoreError) -> OpaquePointer? {
+        try JSONC.parse(text)
+    }
+
     /// Prints a tree (borrowed; `nil` prints as `null`) as compact or pretty JSON text.
     package static func print(_ object: OpaquePointer?, pretty: Bool = false) throws(StoreError) -> String {
         try JSONC.print(object, pretty: pretty)
