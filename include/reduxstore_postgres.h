@@ -41,7 +41,7 @@ extern "C" {
  * library's tables (schema "reduxstore") and the stream when missing, starts from the stream's
  * newest snapshot (or a deep copy of `initial_state`, borrowed, at version 0), applies the actions
  * after it, and keeps applying what other processes commit (woken by PostgreSQL's notifications,
- * and by a poll every second should one be missed). Returns once caught up.
+ * and by a poll every 0.1 s should one be missed). Returns once caught up.
  *
  * `connection`: a libpq-style URL ("postgres://user:password@host:port/db?sslmode=require") or
  * key=value string ("host=/var/run/postgresql dbname=app"); "" or a missing setting takes the
@@ -49,13 +49,19 @@ extern "C" {
  * postgres-nio's (sslmode "require" or "verify-full"). No error message ever shows the password.
  *
  * The store's version is the stream's version it applied. On it:
- *   - rdx_store_dispatch_action(), rdx_store_dispatch_json() (and their _at forms) return once the
- *     action is committed to the stream and applied here, with everything committed before it.
- *     Concurrent dispatches of one process share one INSERT (group commit). Failures:
- *     RDX_EIO    the connection was lost and not regained within 10 s (the action may have been
- *                committed: it is then applied when read, like another process's), or the server
- *                failed the statement;
- *     RDX_EINVAL the store is being released, or the dispatch came from the thread applying
+ *   - rdx_store_dispatch_action(), rdx_store_dispatch_json() (and their _at forms) return
+ *     RDX_OK only once the server confirmed the commit (durable: the append commits on the
+ *     server before it answers) and the action is applied here, with everything committed
+ *     before it. Each dispatch is stored once: a request repeated or delivered late stores
+ *     nothing new. Concurrent dispatches of one process share one append (group commit); an
+ *     action the server refuses fails alone, never its group. Failures:
+ *     RDX_EIO    the server failed the append; or a fault that may pass (a lost connection, a
+ *                full connection table, a server shutting down, a lock or statement timeout)
+ *                outlasted 30 s of retries with back-off: rdx_last_error() then says whether
+ *                the outcome is unknown (a request reached the server; if it committed, the
+ *                action is applied when read, like another process's) or nothing was stored;
+ *     RDX_EINVAL an action PostgreSQL cannot store (U+0000 in its identifier, source or payload:
+ *                nothing is sent), the store is being released, or the dispatch came from the thread applying
  *                the stream (a reducer, listener or observer of this store: they run on the
  *                library's thread, one at a time, in the stream's order) — it would wait for
  *                itself;
@@ -64,6 +70,10 @@ extern "C" {
  *     stopping at the first failure: another process's actions may fall between them.
  *   - rdx_store_enqueue_action() and rdx_store_restore_version() are refused (RDX_EINVAL): the
  *     stream decides the order.
+ *   - Faults that may pass never stop the replica: the next dispatch or poll tries again. Every
+ *     connection is bounded by the server too (lock_timeout 5 s, statement_timeout 9 s,
+ *     idle_in_transaction_session_timeout 10 s), and no lock is held across a round trip to this
+ *     process: a writer stopped anywhere delays the others by at most those bounds.
  *   - A stored action this store refuses (RDX_EDECODE), a state that differs from the snapshot
  *     another process stored at that version (reducers that are not deterministic), or versions
  *     trimmed before this replica applied them (RDX_ECORRUPT) stop the replica at that version:
@@ -76,7 +86,8 @@ extern "C" {
  * Returns a NEW store with one reference, or NULL with *status (if status is not NULL) set and
  * rdx_last_error() saying why:
  *   RDX_EINVAL  a NULL argument, a connection string or stream name that is not acceptable (the
- *               name: 1 to 200 bytes), or a reducer list rdx_store_create() refuses;
+ *               name: 1 to 200 bytes of UTF-8; either string not UTF-8 is refused, never
+ *               repaired), or a reducer list rdx_store_create() refuses;
  *   RDX_EIO     the server cannot be reached, refuses the user or the password, fails a statement,
  *               or holds the library's tables in a newer format;
  *   RDX_EDECODE the stream's newest snapshot is not JSON a C store can hold, or an action after

@@ -54,8 +54,8 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     ///   - stream: the stream's name: any text of 1 to 200 bytes.
     ///   - schema: where the library keeps its tables: any identifier of 1 to 63 bytes.
     /// - Throws: ``ReplicationError`` of kind ``ReplicationError/Kind/invalidArgument`` naming
-    ///   what in `connection` it cannot read (never the password), or an empty or too long
-    ///   `stream` or `schema`.
+    ///   what in `connection` it cannot read (which part, never its text: a malformed string may
+    ///   put a piece of the password anywhere), or an empty or too long `stream` or `schema`.
     public init(connection: String, stream: String, schema: String = "reduxstore") throws(ReplicationError) {
         guard !stream.isEmpty, stream.utf8.count <= 200 else {
             throw ReplicationError(.invalidArgument, stream: stream, "the stream's name must be 1 to 200 bytes long")
@@ -86,7 +86,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
         host = settings["host"] ?? "/var/run/postgresql"
         guard let port = Int(settings["port"] ?? "5432"), (1...65535).contains(port) else {
             throw ReplicationError(
-                .invalidArgument, stream: stream, "connection string: port \"\(settings["port"] ?? "")\" is not a number from 1 to 65535")
+                .invalidArgument, stream: stream, "connection string: the port is not a number from 1 to 65535")
         }
         self.port = port
         user = settings["user"] ?? Self.currentUser()
@@ -95,7 +95,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
         guard let tls = TLSMode(rawValue: settings["sslmode"] ?? "prefer") else {
             throw ReplicationError(
                 .invalidArgument, stream: stream,
-                "connection string: sslmode \"\(settings["sslmode"] ?? "")\" is not disable, prefer, require, verify-ca or verify-full")
+                "connection string: sslmode is not disable, prefer, require, verify-ca or verify-full")
         }
         self.tls = tls
         self.stream = stream
@@ -160,10 +160,11 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = try percentDecoded(parts[0], "parameter")
             guard parts.count == 2 else {
-                throw ReplicationError(.invalidArgument, "parameter \"\(key)\" without a value")
+                throw ReplicationError(.invalidArgument, "a parameter without a value")
             }
             guard urlKeys.contains(key) || ignoredKeys.contains(key) else {
-                throw ReplicationError(.invalidArgument, "unknown parameter \"\(key)\"")
+                throw ReplicationError(
+                    .invalidArgument, "an unknown parameter (known: \(urlKeys.union(ignoredKeys).sorted().joined(separator: ", ")))")
             }
             settings[key] = try percentDecoded(parts[1], key)
         }
@@ -186,7 +187,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
             }
             skipSpaces()
             guard characters.first == "=" else {
-                throw ReplicationError(.invalidArgument, "\"\(key)\" without \"=value\"")
+                throw ReplicationError(.invalidArgument, "a keyword without \"=value\"")
             }
             characters.removeFirst()
             skipSpaces()
@@ -205,7 +206,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
                     }
                 }
                 guard closed else {
-                    throw ReplicationError(.invalidArgument, "the value of \"\(key)\" has no closing quote")
+                    throw ReplicationError(.invalidArgument, "a quoted value has no closing quote")
                 }
             } else {
                 while let first = characters.first, !first.properties.isWhitespace {
@@ -218,7 +219,8 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
                 }
             }
             guard urlKeys.contains(key) || ignoredKeys.contains(key) else {
-                throw ReplicationError(.invalidArgument, "unknown keyword \"\(key)\"")
+                throw ReplicationError(
+                    .invalidArgument, "an unknown keyword (known: \(urlKeys.union(ignoredKeys).sorted().joined(separator: ", ")))")
             }
             settings[key] = value
             skipSpaces()

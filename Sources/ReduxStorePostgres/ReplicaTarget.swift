@@ -36,7 +36,7 @@ struct SwiftReplicaTarget<State: Codable & Sendable>: ReplicaTarget {
     }
 
     func canonicalState() throws(StoreError) -> String {
-        try JSONValue(encoding: store.currentState()).description
+        try JSONValue(canonicallyEncoding: store.currentState()).description
     }
 
     /// The action a row stands for.

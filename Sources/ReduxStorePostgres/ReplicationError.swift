@@ -33,12 +33,33 @@ public struct ReplicationError: Error, Sendable, Equatable, CustomStringConverti
     public let version: UInt64?
     /// What happened, in words.
     public let message: String
+    /// Whether the same call may succeed if tried again soon: a lost connection, a full
+    /// connection table, an administrator's shutdown, a serialization failure, a deadlock, a
+    /// lock or statement timeout. The library retries these itself, with back-off, within
+    /// ``ReplicationOptions/reconnectTimeout``; one that reaches the program outlasted it.
+    public let isTransient: Bool
 
     public init(_ kind: Kind, stream: String = "", version: UInt64? = nil, _ message: String) {
+        self.init(kind, stream: stream, version: version, message, transient: kind == .connection)
+    }
+
+    init(_ kind: Kind, stream: String = "", version: UInt64? = nil, _ message: String, transient: Bool) {
         self.kind = kind
         self.stream = stream
         self.version = version
         self.message = message
+        self.isTransient = transient
+    }
+
+    /// Whether this error stops a replica for good: what retrying cannot heal (a refused
+    /// password, tables of a newer library, a payload or snapshot that does not decode, a
+    /// divergence, trimmed versions). Everything else fails the call it happened to and is
+    /// retried by the next.
+    var stopsReplica: Bool {
+        switch kind {
+        case .authentication, .schema, .decode, .divergence, .trimmed: true
+        case .invalidArgument, .connection, .server, .closed, .readOnly: false
+        }
     }
 
     /// `stream "counter", version 42: …`.
@@ -50,6 +71,6 @@ public struct ReplicationError: Error, Sendable, Equatable, CustomStringConverti
 
     /// The same error, naming `stream` (and `version` when it named none).
     func naming(stream: String, version: UInt64? = nil) -> ReplicationError {
-        ReplicationError(kind, stream: stream, version: self.version ?? version, message)
+        ReplicationError(kind, stream: stream, version: self.version ?? version, message, transient: isTransient)
     }
 }

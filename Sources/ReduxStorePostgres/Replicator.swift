@@ -159,10 +159,25 @@ package actor Replicator {
             _ = try await catchUp(through: nil)
             try await checkSnapshots()
         } catch {
-            // A lost connection is retried; closing ends the follower without a failure to log.
-            if error.kind != .connection, error.kind != .closed, !closed { fail(error) }
+            // What can heal is tried again at the next wake-up; closing ends the follower
+            // without a failure to log.
+            if error.stopsReplica, !closed {
+                fail(error)
+            } else if !closed, error.kind != .closed {
+                noteFollowingError(error)
+            }
         }
         return !closed && failure == nil
+    }
+
+    /// When the follower last logged an error it will retry, so that a long outage logs once
+    /// every few seconds rather than at every poll.
+    private var lastFollowingWarning: ContinuousClock.Instant?
+
+    private func noteFollowingError(_ error: ReplicationError) {
+        if let last = lastFollowingWarning, last.duration(to: .now) < .seconds(5) { return }
+        lastFollowingWarning = .now
+        logger.warning("ReduxStorePostgres: \(error.description); following again at the next poll")
     }
 
     /// Listens to the stream's channel on a connection of its own until it fails; false once
@@ -387,6 +402,11 @@ package actor Replicator {
                 .readOnly, stream: stream.stream,
                 "this process follows the stream read-only (ReplicatedStore.follow): open it with ReplicatedStore.open to dispatch")
         }
+        if let refusal = Self.unstorable(identifier: identifier, payload: payload, source: source) {
+            throw ReplicationError(
+                .invalidArgument, stream: stream.stream,
+                "action \"\(identifier.debugDescription.dropFirst().dropLast())\" was not written: \(refusal)")
+        }
         let seq = nextSeq
         nextSeq += 1
         if committing {
@@ -410,6 +430,38 @@ package actor Replicator {
         return try result.get()
     }
 
+    /// Why PostgreSQL would refuse to store an action, or nil: its `text` columns and `jsonb`
+    /// hold no U+0000 (a payload's `\u0000` escape included). Checked before the action joins a
+    /// group, so that it fails alone.
+    static func unstorable(identifier: String, payload: String, source: String) -> String? {
+        if identifier.utf8.contains(0) { return "its identifier holds U+0000, which PostgreSQL's text cannot store" }
+        if source.utf8.contains(0) { return "its source holds U+0000, which PostgreSQL's text cannot store" }
+        if payload.utf8.contains(0) || containsNULEscape(payload) {
+            return "its payload holds U+0000 (\\u0000), which PostgreSQL's jsonb cannot store"
+        }
+        return nil
+    }
+
+    /// Whether JSON text holds the escape `\u0000` (not an escaped backslash before `u0000`).
+    static func containsNULEscape(_ json: String) -> Bool {
+        var bytes = json.utf8.makeIterator()
+        while let byte = bytes.next() {
+            guard byte == UInt8(ascii: "\\") else { continue }
+            guard let escaped = bytes.next() else { return false }
+            guard escaped == UInt8(ascii: "u") else { continue }
+            var digits = 0
+            var zero = true
+            while digits < 4, let digit = bytes.next() {
+                digits += 1
+                if digit != UInt8(ascii: "0") { zero = false }
+                // A backslash cannot stand among the four hex digits of valid JSON.
+                if digit == UInt8(ascii: "\\") { zero = false; break }
+            }
+            if zero && digits == 4 { return true }
+        }
+        return false
+    }
+
     /// Commits what is queued, one group per statement, until the queue is empty; with `caller`,
     /// only until that dispatch has its result (a task goes on with the rest).
     private func commitQueued(returningAfter caller: CallerResult? = nil) async {
@@ -424,6 +476,17 @@ package actor Replicator {
             do {
                 try await commit(group)
                 try await snapshotIfDue()
+            } catch where group.count > 1 && !error.isTransient && error.kind == .server && failure == nil {
+                // The server refused the group (nothing of it was stored): each action is
+                // judged alone, so that one the server refuses fails only its own dispatch.
+                for pending in group {
+                    do {
+                        try await commit([pending])
+                    } catch {
+                        inFlight.removeValue(forKey: pending.seq)?.resolve(.failure(error))
+                    }
+                }
+                try? await snapshotIfDue()
             } catch {
                 // Not acknowledged: what the commit did not apply fails with the reason.
                 for pending in group {
@@ -439,37 +502,35 @@ package actor Replicator {
         }
     }
 
-    /// Commits `group` and applies it (with whatever other processes committed before it). A
-    /// connection lost on the way leaves it unknown whether the commit happened: once
-    /// connected again, the replica applies what was committed (resolving those of the group
-    /// that were), then looks under the stream's lock for the rest before writing them again,
-    /// so that none is lost and none is written twice.
+    /// Commits `group` and applies it (with whatever other processes committed before it).
+    ///
+    /// The append commits on the server before it answers, and is idempotent: its dispatches
+    /// carry this writer's name and their seqs, and a request whose dispatches are stored already
+    /// stores nothing and answers the versions stored the first time. So when the outcome is
+    /// uncertain (the connection lost before the answer came) or the server answered with an
+    /// error that may pass (a full connection table, a shutdown, a lock timeout), the same
+    /// request is simply made again, with back-off, until `reconnectTimeout`: none is lost and
+    /// none is written twice, whether the first request never arrived, committed, or arrives late.
     private func commit(_ group: [PendingDispatch]) async throws(ReplicationError) {
         let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(options.reconnectTimeout * 1e9)))
-        var uncertain = false
         var attempt = 0
+        // Whether a request may have reached the server: then an error is "unknown", not "not stored".
+        var sent = false
         while true {
             try checkOpen()
             var used: PostgresConnection?
             do {
-                if uncertain {
-                    try await catchUp(through: nil)
-                    let left = group.filter { inFlight[$0.seq] != nil }
-                    if left.isEmpty { return }
-                    let connection = try await connection(.write)
-                    used = connection
-                    guard let last = try await appendUnlessWritten(left, on: connection) else { continue }
-                    try await applyOwn(left, last: last)
-                } else {
-                    let connection = try await connection(.write)
-                    used = connection
-                    let last = try await append(group, on: connection)
-                    try await applyOwn(group, last: last)
-                }
+                let connection = try await connection(.write)
+                used = connection
+                sent = true
+                let last = try await append(group, on: connection)
+                try await applyOwn(group, last: last)
                 return
-            } catch where error.kind == .connection && ContinuousClock.now < deadline {
-                if let used { await drop(.write, failed: used) }
-                uncertain = true
+            } catch where error.isTransient {
+                if error.kind == .connection, let used { await drop(.write, failed: used) }
+                guard ContinuousClock.now < deadline else {
+                    throw uncertain(error, sent: sent && group.contains { inFlight[$0.seq] != nil })
+                }
                 attempt += 1
                 logger.warning(
                     "ReduxStorePostgres: \(error.description); trying again",
@@ -479,7 +540,18 @@ package actor Replicator {
         }
     }
 
-    /// Appends `group` in one statement; returns the version of its last action.
+    /// The error a dispatch fails with once its retries ran out: when a request may have reached
+    /// the server, it says that the outcome is unknown and how to learn it.
+    private func uncertain(_ error: ReplicationError, sent: Bool) -> ReplicationError {
+        guard sent else { return error }
+        return ReplicationError(
+            error.kind, stream: stream.stream, version: error.version,
+            error.message + "; not regained within \(options.reconnectTimeout) s: the action may have been committed "
+                + "(if it was, this replica applies it when it reads the stream, and catchUp() shows it)",
+            transient: error.isTransient)
+    }
+
+    /// Appends `group` in one call; returns the version of its last action, once committed.
     private func append(_ group: [PendingDispatch], on connection: PostgresConnection) async throws(ReplicationError) -> UInt64 {
         let query = schema.append(
             stream.stream, identifiers: group.map(\.identifier), payloads: group.map(\.payload),
@@ -490,46 +562,12 @@ package actor Replicator {
         do {
             var last: Int64?
             for row in try await connection.rows(query, logger: logger) {
-                if options.notifies {
-                    last = try row.decode((Int64?, String?).self).0
-                } else {
-                    last = try row.decode(Int64?.self)
-                }
+                last = try row.decode(Int64?.self)
             }
             guard let last else {
-                throw ReplicationError(.server, stream: stream.stream, "the stream's row is missing from \(schema.name).streams")
+                throw ReplicationError(.server, stream: stream.stream, "the append answered no version")
             }
             return UInt64(last)
-        } catch {
-            throw StreamConnection.describe(error, stream)
-        }
-    }
-
-    /// After an uncertain commit: under the stream row's lock (which waits for any append still
-    /// in flight), finds which of `group` were written; appends them if none were. Returns the
-    /// last version written, or nil when they were found written (to be applied by reading).
-    private func appendUnlessWritten(
-        _ group: [PendingDispatch], on connection: PostgresConnection
-    ) async throws(ReplicationError) -> UInt64? {
-        let after = target.version
-        do {
-            _ = try await connection.rows("BEGIN", logger: logger)
-            do {
-                _ = try await connection.rows(schema.lockStream(stream.stream), logger: logger)
-                let written = try await connection.rows(
-                    schema.written(stream.stream, writer: writer, seqs: group.map(\.seq), after: after), logger: logger)
-                let found = !written.isEmpty
-                if found {
-                    _ = try await connection.rows("COMMIT", logger: logger)
-                    return nil
-                }
-                let last = try await append(group, on: connection)
-                _ = try await connection.rows("COMMIT", logger: logger)
-                return last
-            } catch {
-                _ = try? await connection.rows("ROLLBACK", logger: logger)
-                throw error
-            }
         } catch {
             throw StreamConnection.describe(error, stream)
         }
@@ -595,7 +633,8 @@ package actor Replicator {
     }
 
     /// Runs `body` on the connection for `role`; a lost connection is made anew and `body` run
-    /// again (it must only read, or be safe to repeat), until `reconnectTimeout`.
+    /// again (it must only read, or be safe to repeat), as it is after an error that may pass
+    /// (``ReplicationError/isTransient``), with back-off, until `reconnectTimeout`.
     private func withConnection<T: Sendable>(
         _ role: Role, _ body: (PostgresConnection) async throws -> T
     ) async throws(ReplicationError) -> T {
@@ -610,8 +649,8 @@ package actor Replicator {
                 return try await body(connection)
             } catch {
                 let described = StreamConnection.describe(error, stream)
-                guard StreamConnection.isConnectionLoss(error), ContinuousClock.now < deadline else { throw described }
-                if let used { await drop(role, failed: used) }
+                guard described.isTransient, ContinuousClock.now < deadline else { throw described }
+                if described.kind == .connection, let used { await drop(role, failed: used) }
                 attempt += 1
                 try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
             }

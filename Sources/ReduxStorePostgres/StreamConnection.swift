@@ -50,6 +50,18 @@ enum StreamConnection {
     /// How long one statement may take before its connection counts as lost.
     static let queryTimeout = Duration.seconds(10)
 
+    /// How long the server lets a statement wait for a lock (`lock_timeout`).
+    static let lockTimeout = Duration.seconds(5)
+
+    /// How long the server lets a statement run (`statement_timeout`): less than
+    /// ``queryTimeout``, so that the server ends a statement before its client gives up on it.
+    static let statementTimeout = Duration.seconds(9)
+
+    /// How long the server keeps a session that sits idle inside a transaction
+    /// (`idle_in_transaction_session_timeout`): only opening a stream (its migration) spans
+    /// round trips inside one.
+    static let idleInTransactionTimeout = Duration.seconds(10)
+
     /// How long connecting (TCP, TLS, authentication) may take.
     static let connectTimeout = Duration.seconds(15)
 
@@ -85,6 +97,14 @@ enum StreamConnection {
                 database: stream.database, tls: tls)
         }
         configuration.options.connectTimeout = .seconds(10)
+        // The server bounds every session too: a statement waits at most `lockTimeout` for a
+        // lock and runs at most `statementTimeout` (so a statement whose client gave up does not
+        // run on), and a session idle inside a transaction (its client stopped) is ended.
+        configuration.options.additionalStartupParameters = [
+            ("lock_timeout", "\(Int(lockTimeout.seconds * 1000))ms"),
+            ("statement_timeout", "\(Int(statementTimeout.seconds * 1000))ms"),
+            ("idle_in_transaction_session_timeout", "\(Int(idleInTransactionTimeout.seconds * 1000))ms"),
+        ]
         return configuration
     }
 
@@ -103,6 +123,18 @@ enum StreamConnection {
         default:
             return false
         }
+    }
+
+    /// Whether `error` may not happen again if the same call is made soon: a lost connection,
+    /// or a server error of SQLSTATE class 53 (insufficient resources: too many connections),
+    /// class 40 (serialization failure, deadlock), 55P03 (lock timeout) or 57014 (a statement
+    /// cancelled by its timeout).
+    static func isTransient(_ error: any Error) -> Bool {
+        if let error = error as? ReplicationError { return error.isTransient }
+        if isConnectionLoss(error) { return true }
+        guard let error = error as? PSQLError, error.code == .server else { return false }
+        let state = error.serverInfo?[.sqlState] ?? ""
+        return state.hasPrefix("53") || state.hasPrefix("40") || state == "55P03" || state == "57014"
     }
 
     /// `error` as a ``ReplicationError`` naming the stream and the server, without the password.
@@ -125,7 +157,8 @@ enum StreamConnection {
                 return ReplicationError(
                     .connection, stream: stream.stream, "\(place) ended the connection: \(message) (SQLSTATE \(state))")
             }
-            return ReplicationError(.server, stream: stream.stream, "\(place): \(message) (SQLSTATE \(state))")
+            return ReplicationError(
+                .server, stream: stream.stream, "\(place): \(message) (SQLSTATE \(state))", transient: isTransient(error))
         case .connectionError:
             let reason = error.underlying.map { "\($0)" } ?? "no answer"
             return ReplicationError(.connection, stream: stream.stream, "cannot reach \(place): \(reason)")

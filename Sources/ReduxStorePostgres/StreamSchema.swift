@@ -4,22 +4,28 @@ import Logging
 /// The library's tables in the schema a ``PostgresStream`` names, and the statements that read and
 /// write them. Every name in SQL text is quoted here; every value travels as a bound parameter.
 ///
-/// Schema version 1 (``migrations``):
+/// Schema version 2 (``migrations``):
 /// - `streams (name text PRIMARY KEY, version bigint, created timestamptz)`: a stream's newest
 ///   version. An append updates its row, so writers of one stream take their turn on that row's
-///   lock, for the length of one statement.
+///   lock, for the length of one call on the server (never across a round trip to a client).
 /// - `actions (stream, version, identifier, payload jsonb, time, source, writer, seq)`, keyed by
-///   (stream, version): the append-only history. `writer` and `seq` name the process and
-///   dispatch that wrote a row, so a commit whose answer was lost with its connection is neither
-///   lost nor written twice.
+///   (stream, version), and unique on (stream, writer, seq): the append-only history. `writer`
+///   and `seq` name the process and dispatch that wrote a row: a request repeated or delivered
+///   late stores nothing new.
 /// - `snapshots (stream, version, state jsonb, hash, time)`, keyed by (stream, version): `hash`
 ///   is the SHA-256, in hex, of the state's canonical JSON text (no spaces, object keys sorted
-///   by code point: `ReduxStore.JSONValue`'s `description`), which every process computes
+///   by code point, unordered collections in a canonical order:
+///   `ReduxStore.JSONValue(canonicallyEncoding:)`'s `description`), which every process computes
 ///   for itself at the versions snapshots are stored at and compares.
+/// - `append(stream, identifiers, payloads, sources, writer, first_seq, channel, INOUT last)`:
+///   the procedure every append calls (version 2). It commits inside the call, so the call's
+///   answer comes only after the commit; see ``append(_:identifiers:payloads:sources:writer:firstSeq:channel:)``.
 /// - `migrations (version, applied)`: which of these steps ran.
+///
+/// Needs PostgreSQL 11 or later (procedures that commit).
 package struct StreamSchema: Sendable {
     /// The newest schema version this library knows how to use.
-    static let version = 1
+    static let version = 2
 
     let name: String
     /// `"schema"`, quoted for SQL text.
@@ -61,8 +67,59 @@ package struct StreamSchema: Sendable {
                     time timestamptz NOT NULL DEFAULT now(),
                     PRIMARY KEY (stream, version))
                 """,
-            ]
+            ],
+            [
+                // Fails, naming the index, if a stream already holds one dispatch twice.
+                "CREATE UNIQUE INDEX IF NOT EXISTS actions_writer_seq ON \(quoted).actions (stream, writer, seq)",
+                appendProcedure,
+            ],
         ]
+    }
+
+    /// The append, on the server: takes the stream row's lock, answers the versions stored the
+    /// first time when this writer's dispatches are there already (a repeated or late request),
+    /// else writes them at the versions after the stream's head; commits; then, in a transaction
+    /// of its own that does not wait for the disk, notifies `channel` (when not NULL) of the
+    /// newest version, so that the notify queue's lock is never held across the commit's flush.
+    /// The `CALL` is answered after the commit: an answer is a durable append.
+    private var appendProcedure: String {
+        // The body's quotes: a tag the schema's name does not hold.
+        var tag = "$append$"
+        while quoted.contains(tag) { tag = "$x" + tag.dropFirst() }
+        return """
+        CREATE OR REPLACE PROCEDURE \(quoted).append(
+            p_stream text, p_identifiers text[], p_payloads text[], p_sources text[],
+            p_writer text, p_first_seq bigint, p_channel text, INOUT p_last bigint DEFAULT NULL)
+        LANGUAGE plpgsql AS \(tag)
+        DECLARE
+            v_head bigint;
+            v_count bigint := cardinality(p_identifiers);
+        BEGIN
+            SELECT version INTO v_head FROM \(quoted).streams WHERE name = p_stream FOR UPDATE;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'the stream''s row is missing from the streams table'
+                    USING ERRCODE = 'no_data_found';
+            END IF;
+            SELECT max(version) INTO p_last FROM \(quoted).actions
+                WHERE stream = p_stream AND writer = p_writer
+                  AND seq >= p_first_seq AND seq < p_first_seq + v_count;
+            IF p_last IS NULL THEN
+                UPDATE \(quoted).streams SET version = v_head + v_count WHERE name = p_stream;
+                INSERT INTO \(quoted).actions (stream, version, identifier, payload, source, writer, seq)
+                    SELECT p_stream, v_head + a.ord, a.identifier, a.payload::jsonb, nullif(a.source, ''),
+                           p_writer, p_first_seq + a.ord - 1
+                    FROM unnest(p_identifiers, p_payloads, p_sources) WITH ORDINALITY
+                        AS a(identifier, payload, source, ord);
+                p_last := v_head + v_count;
+            END IF;
+            COMMIT;
+            IF p_channel IS NOT NULL THEN
+                SET LOCAL synchronous_commit = off;
+                PERFORM pg_notify(p_channel, p_last::text);
+            END IF;
+        END
+        \(tag)
+        """
     }
 
     /// Creates the schema and runs the steps it lacks, in one transaction under an advisory lock
@@ -72,6 +129,8 @@ package struct StreamSchema: Sendable {
     func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
         _ = try await connection.rows("BEGIN", logger: logger)
         do {
+            // Building the unique index on a long history may take longer than a statement may.
+            _ = try await connection.rows("SET LOCAL statement_timeout = 0", logger: logger)
             _ = try await connection.rows(
                 "SELECT pg_advisory_xact_lock(hashtextextended(\("reduxstore schema " + name), 0))", logger: logger)
             _ = try await connection.rows(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(quoted)"), logger: logger)
@@ -124,41 +183,25 @@ package struct StreamSchema: Sendable {
         return PostgresQuery(unsafeSQL: "SELECT version FROM \(quoted).streams WHERE name = $1", binds: bindings)
     }
 
-    /// Appends actions in one statement, under the stream row's lock: the row's version grows by
-    /// their count, and they take the versions below it, in order. Answers the last version
-    /// (`NULL` if the stream's row is gone). With `channel`, it also notifies it.
+    /// Appends actions through the `append` procedure: one call, one commit, under the stream
+    /// row's lock for the length of the call on the server. The dispatches are this writer's
+    /// `firstSeq`, `firstSeq + 1`, …; when they are stored already (a repeated request, or one
+    /// delivered late), nothing is written and the answer is the version stored the first time.
+    /// Answers the last version, after the commit. With `channel`, it also notifies it.
     func append(
         _ stream: String, identifiers: [String], payloads: [String], sources: [String],
         writer: String, firstSeq: Int64, channel: String?
     ) -> PostgresQuery {
         var bindings = PostgresBindings(capacity: 7)
         bindings.append(stream)
-        bindings.append(Int64(identifiers.count))
         bindings.append(identifiers)
         bindings.append(payloads)
         bindings.append(sources)
         bindings.append(writer)
         bindings.append(firstSeq)
-        let notify: String
-        if let channel {
-            bindings.append(channel)
-            notify = ", pg_notify($8, max(version)::text)"
-        } else {
-            notify = ""
-        }
+        if let channel { bindings.append(channel) } else { bindings.appendNull() }
         return PostgresQuery(
-            unsafeSQL: """
-                WITH head AS (
-                    UPDATE \(quoted).streams SET version = version + $2 WHERE name = $1 RETURNING version),
-                written AS (
-                    INSERT INTO \(quoted).actions (stream, version, identifier, payload, source, writer, seq)
-                    SELECT $1, head.version - $2 + a.ord, a.identifier, a.payload::jsonb, nullif(a.source, ''),
-                           $6, $7 + a.ord - 1
-                    FROM head, unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS a(identifier, payload, source, ord)
-                    RETURNING version)
-                SELECT max(version)\(notify) FROM written
-                """,
-            binds: bindings)
+            unsafeSQL: "CALL \(quoted).append($1, $2, $3, $4, $5, $6, $7::text, NULL)", binds: bindings)
     }
 
     /// The actions after `after` through `through`, at most `limit`, in order, each with the
@@ -178,29 +221,6 @@ package struct StreamSchema: Sendable {
                 ORDER BY a.version LIMIT $4
                 """,
             binds: bindings)
-    }
-
-    /// The versions this writer's dispatches `seqs` were committed at, among those after `after`.
-    func written(_ stream: String, writer: String, seqs: [Int64], after: UInt64) -> PostgresQuery {
-        var bindings = PostgresBindings(capacity: 4)
-        bindings.append(stream)
-        bindings.append(Int64(bitPattern: after))
-        bindings.append(writer)
-        bindings.append(seqs)
-        return PostgresQuery(
-            unsafeSQL: """
-                SELECT version, seq FROM \(quoted).actions
-                WHERE stream = $1 AND version > $2 AND writer = $3 AND seq = ANY($4::bigint[])
-                """,
-            binds: bindings)
-    }
-
-    /// Takes the stream row's lock for the transaction (waiting for any append in flight).
-    func lockStream(_ stream: String) -> PostgresQuery {
-        var bindings = PostgresBindings()
-        bindings.append(stream)
-        return PostgresQuery(
-            unsafeSQL: "SELECT version FROM \(quoted).streams WHERE name = $1 FOR UPDATE", binds: bindings)
     }
 
     /// The newest snapshot: its version and state as JSON text.

@@ -20,9 +20,17 @@ public func rdx_store_open_stream(
         }
         guard let stream else { throw CFailure(RDX_EINVAL, "stream is NULL") }
         guard let initialState else { throw CFailure(RDX_EINVAL, "initial_state is NULL") }
+        // Names that are not UTF-8 are refused, never repaired: two different byte strings must
+        // never name one stream.
+        guard let streamName = String(validatingCString: stream) else {
+            throw CFailure(RDX_EINVAL, "stream is not UTF-8 text")
+        }
+        guard let connectionText = String(validatingCString: connection) else {
+            throw CFailure(RDX_EINVAL, "connection is not UTF-8 text")
+        }
         let target: PostgresStream
         do {
-            target = try PostgresStream(connection: String(cString: connection), stream: String(cString: stream))
+            target = try PostgresStream(connection: connectionText, stream: streamName)
         } catch {
             throw CFailure(error)
         }

@@ -44,10 +44,10 @@ struct PostgresStreamTests {
             ("postgres://u:secret%zz@h/d", "password"),
             ("postgres://u:secret@h:notaport/d", "port"),
             ("postgres://u:secret@h/d?sslmode=sometimes", "sslmode"),
-            ("postgres://u:secret@h/d?colour=blue", "colour"),
+            ("postgres://u:secret@h/d?colour=blue", "unknown parameter"),
             ("host=h password='secret", "closing quote"),
             ("host", "=value"),
-            ("host=h flavour=x", "flavour"),
+            ("host=h flavour=x", "unknown keyword"),
         ]
         for (text, word) in cases {
             do {
@@ -59,6 +59,33 @@ struct PostgresStreamTests {
                 #expect(!error.description.contains("secret"), "\(error)")
             }
         }
+    }
+
+    @Test("a malformed string puts pieces of the password where other parts go: no error quotes any", arguments: [
+        "postgres://app:Zq7w/x9@db/app",        // the password's start read as the port
+        "postgres://app:Zq7w?x9=k@db/app",      // its end read as a parameter
+        "postgres://app:Zq7w?x9@db/app",        // a parameter without a value
+        "postgres://app:Zq7w@db:x9Zq/app",
+        "host=db password=Zq7w x9Zq",           // its second word read as a keyword
+        "host=db password=Zq7w x9Zq=1",
+        "host=db password='Zq7w x9Zq",
+        "host=db port=Zq7w",
+        "host=db sslmode=Zq7w",
+    ])
+    func passwordPieces(connection: String) {
+        do {
+            _ = try PostgresStream(connection: connection, stream: "s")
+            Issue.record("accepted: \(connection)")
+        } catch {
+            #expect(error.kind == .invalidArgument)
+            for piece in ["Zq7w", "x9", "Zq"] {
+                #expect(!error.description.contains(piece), "\(error)")
+            }
+        }
+    }
+
+    @Test("names that are empty or too long are refused")
+    func names() {
         #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "") }
         #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "s", schema: "") }
     }

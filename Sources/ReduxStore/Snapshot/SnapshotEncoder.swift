@@ -39,7 +39,12 @@ package final class SnapshotEncoder {
     ///   ``StoreLimits/maximumNestingDepth``; kind `.decode` (with the coding path) for an
     ///   `EncodingError` or any other error thrown by the value's `encode(to:)`. After a
     ///   failure the tape is empty.
-    package func encode<T: Encodable>(_ value: T, into tape: SnapshotTape) throws(StoreError) {
+    /// - Parameter canonicalOrder: whether a `Set`'s elements, and the entries of a `Dictionary`
+    ///   that encodes as an array of keys and values, are written in a canonical order (by their
+    ///   canonical JSON text) instead of the hash order, which Swift seeds per process.
+    package func encode<T: Encodable>(
+        _ value: T, into tape: SnapshotTape, canonicalOrder: Bool = false
+    ) throws(StoreError) {
         let buffer = tape.buffer
         buffer.pointee.clear()
         buffer.pointee.slots.initialize(to: TapeSlot(
@@ -50,9 +55,11 @@ package final class SnapshotEncoder {
         keys.reset()
         buffer.pointee.cache = cache
         buffer.pointee.keys = Unmanaged.passUnretained(keys)
+        buffer.pointee.canonicalOrder = canonicalOrder
         defer {
             buffer.pointee.cache = nil
             buffer.pointee.keys = nil
+            buffer.pointee.canonicalOrder = false
         }
         do {
             try withExtendedLifetime(tape) {
@@ -96,6 +103,14 @@ extension Array: SnapshotArrayEncodable where Element: Encodable {
             if buffer.pointee.slots[Int(node)].depth >= StoreLimits.maximumNestingDepth && !isEmpty {
                 let child = buffer.pointee.appendChild(of: node, key: 0, tag: .pending, payload: 0)
                 throw writer.tooDeepError(child)
+            }
+            if buffer.pointee.canonicalOrder {
+                // Each element through `encodeValue`, which orders the unordered collections.
+                for element in self {
+                    let child = buffer.pointee.appendChild(of: node, key: 0, tag: .pending, payload: 0)
+                    try writer.encodeValue(element, into: child)
+                }
+                return
             }
             let cache = buffer.pointee.cache
             let depth = buffer.pointee.slots[Int(node)].depth &+ 1
@@ -158,6 +173,10 @@ struct TapeWriter {
             setURL(reinterpret(value, as: URL.self), node)
         } else if let array = value as? any SnapshotArrayEncodable {
             try array.encodeElements(self, into: node)
+        } else if buffer.pointee.canonicalOrder, let unordered = value as? any CanonicallyOrdered,
+            let ordered = try unordered.canonicallyOrdered()
+        {
+            try encodeValue(ordered, into: node)
         } else {
             if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth {
                 throw tooDeepError(node)

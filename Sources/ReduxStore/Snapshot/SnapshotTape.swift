@@ -101,6 +101,9 @@ struct TapeBuffer {
     var cache: KeyedContainerCache?
     /// The encoder's index of the keys each object holds, set while an encode runs.
     var keys: Unmanaged<ObjectKeys>?
+    /// Whether the encode running writes unordered collections in a canonical order (see
+    /// ``CanonicallyOrdered``), set while an encode runs.
+    var canonicalOrder: Bool
 
     init() {
         slotCapacity = 64
@@ -113,6 +116,7 @@ struct TapeBuffer {
         deepestContainer = 0
         cache = nil
         keys = nil
+        canonicalOrder = false
     }
 
     /// Drops the contents, keeps the capacity. O(number of strings) for their releases.
