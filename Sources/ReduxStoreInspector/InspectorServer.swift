@@ -19,17 +19,23 @@ final class InspectorServer: Sendable {
     private let inspected: InspectedStore
     private let group: ServiceGroup
     private let running: Mutex<Task<Void, Never>?>
+    /// Signalled when the server's task ends.
+    private let finished: Completion
     private let sessions: SessionRegistry
+    /// The connections open; at most `connections.limit`.
+    let connections: ConnectionRegistry
 
     private init(
-        port: Int, inspected: InspectedStore, group: ServiceGroup, running: Task<Void, Never>,
-        sessions: SessionRegistry
+        port: Int, inspected: InspectedStore, group: ServiceGroup, running: Task<Void, Never>, finished: Completion,
+        sessions: SessionRegistry, connections: ConnectionRegistry
     ) {
         self.port = port
         self.inspected = inspected
         self.group = group
         self.running = Mutex(running)
+        self.finished = finished
         self.sessions = sessions
+        self.connections = connections
     }
 
     static func start(
@@ -67,11 +73,9 @@ final class InspectorServer: Sendable {
         }
 
         let bound = AsyncStream<Int>.makeStream()
-        let app = Application(
-            router: router,
-            server: .http1WebSocketUpgrade(
-                configuration: .init(ws: .init(maxFrameSize: InspectorSession.maximumMessageSize))
-            ) { head, channel, _ in
+        let connections = ConnectionRegistry(limit: ConnectionBounds.maximumConnections())
+        let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) throws
+            -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { head, channel, _ in
                 // Runs on the connection's event loop, before the upgrade.
                 let path = head.path ?? ""
                 guard path == "/ws" || path.hasPrefix("/ws?") else { return .dontUpgrade }
@@ -88,7 +92,35 @@ final class InspectorServer: Sendable {
                     let session = InspectorSession(inspected: inspected, outbound: outbound)
                     await sessions.run(session, inbound: inbound)
                 }
-            },
+            }
+        // The bounds of ConnectionBounds, in Hummingbird's and SwiftNIO's own settings where they
+        // have one: the idle timeout, the header limits, the WebSocket close handshake.
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(
+                additionalChannelHandlers: [RequestBodyRefusal()],
+                idleTimeout: ConnectionBounds.keepAliveIdle,
+                httpDecoderConfiguration: .init(
+                    maxHeaderFieldSize: ConnectionBounds.maximumHeaderField,
+                    maxHeaderListSize: ConnectionBounds.maximumHeaderList,
+                    maxHeaderFieldCount: ConnectionBounds.maximumHeaderCount)),
+            ws: .init(maxFrameSize: InspectorSession.maximumMessageSize, closeTimeout: ConnectionBounds.webSocketClose))
+        let server = HTTPServerBuilder { responder in
+            GuardedChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: { request, writer, channel in
+                        // Only the page keeps its connection: any other answer (a refusal, 404)
+                        // is the connection's last (Hummingbird closes it once written).
+                        if request.uri.path != "/" || (try? gate.check(request, webSocket: false)) == nil {
+                            channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+                        }
+                        try await responder(request, writer, channel)
+                    },
+                    configuration: configuration, shouldUpgrade: shouldUpgrade),
+                connections: connections)
+        }
+        let app = Application(
+            router: router,
+            server: server,
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: nil),
             onServerRunning: { channel in
                 bound.continuation.yield(channel.localAddress?.port ?? -1)
@@ -98,6 +130,7 @@ final class InspectorServer: Sendable {
         let group = ServiceGroup(
             configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let failure = Mutex<(any Error)?>(nil)
+        let finished = Completion()
         let running = Task {
             do {
                 try await group.run()
@@ -105,6 +138,7 @@ final class InspectorServer: Sendable {
                 failure.withLock { $0 = error }
             }
             bound.continuation.finish()
+            finished.signal()
         }
         var port: Int?
         for await value in bound.stream { port = value }
@@ -116,17 +150,32 @@ final class InspectorServer: Sendable {
             throw StoreError(.io, "inspector: cannot listen on \(options.host):\(options.port): \(reason)")
         }
         gate.address.withLock { $0 = AddressCheck(host: options.host, port: port) }
-        return InspectorServer(port: port, inspected: inspected, group: group, running: running, sessions: sessions)
+        return InspectorServer(
+            port: port, inspected: inspected, group: group, running: running, finished: finished, sessions: sessions,
+            connections: connections)
     }
 
+    /// Stops within ``ConnectionBounds/stop`` whatever the clients do: the pages are sent their
+    /// close frame (1001, "the inspector stopped"); the server stops listening and closes the
+    /// connections that have no request in progress, the others once answered; what is left after
+    /// ``ConnectionBounds/stopGraceful`` (a client that reads nothing, a page that does not
+    /// answer the close) is closed.
     func stop() async {
         guard let running = running.withLock({ task -> Task<Void, Never>? in
             defer { task = nil }
             return task
         }) else { return }
-        await sessions.closeAll()
+        connections.refuseNew()
+        await sessions.closeAll(within: ConnectionBounds.stopPages)
         await group.triggerGracefulShutdown()
-        await running.value
+        if await !finished.wait(for: ConnectionBounds.stopGraceful) {
+            connections.closeAll()
+            if await !finished.wait(for: ConnectionBounds.stopForced) {
+                // Every connection is closed: what still runs is cancelled.
+                running.cancel()
+                _ = await finished.wait(for: .seconds(1))
+            }
+        }
         inspected.detach()
     }
 }
@@ -226,8 +275,19 @@ final class SessionRegistry: Sendable {
         _ = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) }
     }
 
-    func closeAll() async {
-        for session in sessions.withLock({ Array($0.values) }) { await session.close() }
+    /// Sends each page its close frame, all at once, and waits for them for at most `limit` (a
+    /// page that reads nothing takes none; its connection is closed after).
+    func closeAll(within limit: Duration) async {
+        let open = sessions.withLock { Array($0.values) }
+        guard !open.isEmpty else { return }
+        let closed = Completion()
+        Task {
+            await withTaskGroup(of: Void.self) { group in
+                for session in open { group.addTask { await session.close() } }
+            }
+            closed.signal()
+        }
+        _ = await closed.wait(for: limit)
     }
 }
 

@@ -93,6 +93,13 @@ public final class StoreInspector: Sendable {
     /// The port it listens on.
     public var port: Int { server.port }
 
+    /// The most connections it keeps open at once (pages, requests, connections yet to send one),
+    /// set when it starts from the descriptors the process has left.
+    package var connectionLimit: Int { server.connections.limit }
+
+    /// How many connections are open now.
+    package var openConnections: Int { server.connections.count }
+
     /// Stops serving: closes the pages' connections and the listening socket. Idempotent.
     public func stop() async {
         await server.stop()

@@ -120,291 +120,293 @@ private func connectPage(
     return page
 }
 
-@Suite("The live inspector: serving, the token, the protocol")
-struct StoreInspectorTests {
-    @Test("the page needs the token and the right Host; the URL carries the token")
-    func page() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        let inspector = try await StoreInspector(store)
-        defer { Task { await inspector.stop() } }
-        #expect(inspector.url == "http://127.0.0.1:\(inspector.port)/?token=\(inspector.token)")
-        #expect(inspector.token.count == 32)
-        let ok = try await http(inspector.port, "/?token=\(inspector.token)")
-        #expect(ok.status == 200)
-        #expect(ok.body.contains("<html") || ok.body.contains("<!doctype") || ok.body.contains("<!DOCTYPE"))
-        #expect(try await http(inspector.port, "/").status == 401)
-        #expect(try await http(inspector.port, "/?token=0123").status == 401)
-        #expect(try await http(inspector.port, "/?token=\(String(inspector.token.reversed()))").status == 401)
-        #expect(try await http(inspector.port, "/", headers: ["Authorization: Bearer \(inspector.token)"]).status == 200)
-        // DNS rebinding: another name for this address.
-        #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "evil.example:\(inspector.port)").status == 403)
-        #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "localhost:\(inspector.port)").status == 200)
-        #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "10.1.2.3:\(inspector.port)").status == 403)
-        // The WebSocket path without an upgrade, or from another origin.
-        #expect(try await http(inspector.port, "/ws?token=\(inspector.token)").status == 400)
-        #expect(try await http(inspector.port, "/ws").status == 401)
-        let upgradeHeaders = [
-            "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
-            "Sec-WebSocket-Version: 13",
-        ]
-        for origin in ["http://evil.example", "null", "https://127.0.0.1:\(inspector.port)", "http://127.0.0.1:1"] {
-            let refused = try await http(inspector.port, "/ws?token=\(inspector.token)", headers: ["Origin: \(origin)"] + upgradeHeaders)
-            #expect(refused.status == 403, "Origin \(origin): \(refused.status) \(refused.body)")
-        }
-        let accepted = try await http(
-            inspector.port, "/ws?token=\(inspector.token)", headers: ["Origin: http://127.0.0.1:\(inspector.port)"] + upgradeHeaders,
-            headOnly: true)
-        #expect(accepted.status == 101)
-    }
-
-    @Test("served on every address: any IP literal with the port is a Host, never another DNS name")
-    func everyAddress() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        var options = InspectorOptions()
-        options.host = "0.0.0.0"
-        let inspector = try await StoreInspector(store, options: options)
-        defer { Task { await inspector.stop() } }
-        let page = "/?token=\(inspector.token)"
-        for host in ["127.0.0.1", "10.1.2.3", "[fe80::1]", "localhost", "0.0.0.0"] {
-            #expect(try await http(inspector.port, page, host: "\(host):\(inspector.port)").status == 200, "\(host)")
-        }
-        for host in ["evil.example:\(inspector.port)", "10.1.2.3:1", "10.1.2.3", "10.1.2:\(inspector.port)", "[nope]:\(inspector.port)"] {
-            #expect(try await http(inspector.port, page, host: host).status == 403, "\(host)")
-        }
-        #expect(try await http(inspector.port, "/", host: "10.1.2.3:\(inspector.port)").status == 401)
-    }
-
-    @Test("a page hears hello with the log, then each change with its patch and source; asks for state and diffs")
-    func protocolExchange() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        let inspector = try await StoreInspector(store)
-        defer { Task { await inspector.stop() } }
-        #expect(store.historyVersions.isEmpty, "the inspector turns the history on for restore only")
-        store.keepHistory(10)
-        for title in ["a", "b", "c"] { store.dispatchAction(AddTodo(title: title)) }
-        let line = #line + 8
-        let page = try await connectPage(inspector, origin: "http://127.0.0.1:\(inspector.port)") { page, outbound in
-            let hello = await page.wait { $0["type"] as? String == "hello" }
-            #expect(hello?["version"] as? Int == 3)
-            #expect((hello?["log"] as? [[String: Any]])?.map { $0["version"] as? Int } == [1, 2, 3])
-            #expect(hello?["allowsRestore"] as? Bool == false)
-            #expect(hello?["store"] as? String == "Todos")
-            #expect((hello?["history"] as? [Int])?.last == 3)
-            store.dispatchAction(AddTodo(title: "d"))
-            let change = await page.wait { $0["type"] as? String == "change" }
-            #expect(change?["version"] as? Int == 4)
-            #expect(change?["source"] as? String == "StoreInspectorTests.swift:\(line)")
-            #expect((change?["payload"] as? [String: Any])?["title"] as? String == "d")
-            #expect(change?["typed"] as? Bool == true)
-            let patch = change?["patch"] as? [[String: Any]]
-            #expect(patch?.first?["path"] as? String == "/todos/3")
-            try await outbound.write(.text(#"{"type":"state","id":1,"version":null,"pointer":"","depth":1}"#))
-            let state = await page.wait { $0["id"] as? Int == 1 }
-            let node = state?["node"] as? [String: Any]
-            #expect(node?["kind"] as? String == "object")
-            let todos = (node?["members"] as? [String: Any])?["todos"] as? [String: Any]
-            #expect(todos?["kind"] as? String == "array" && todos?["count"] as? Int == 4)
-            #expect(todos?["elements"] == nil, "folded past the depth asked for")
-            try await outbound.write(.text(#"{"type":"state","id":2,"version":2,"pointer":"/todos/1/title","depth":0}"#))
-            let old = await page.wait { $0["id"] as? Int == 2 }
-            #expect((old?["node"] as? [String: Any])?["value"] as? String == "b")
-            try await outbound.write(.text(#"{"type":"diff","id":3,"from":1,"to":3}"#))
-            let diff = await page.wait { $0["id"] as? Int == 3 }
-            #expect((diff?["patch"] as? [[String: Any]])?.count == 2)
-            // Bad requests: an error naming the problem, nothing changed.
-            try await outbound.write(.text(#"{"type":"restore","id":4,"version":1}"#))
-            try await outbound.write(.text(#"{"type":"dispatch","id":5,"identifier":"todo.add","payload":{"title":"x"}}"#))
-            try await outbound.write(.text(#"{"type":"nope","id":6}"#))
-            try await outbound.write(.text("not json"))
-            try await outbound.write(.text(#"{"type":"state","id":7,"pointer":"/nowhere"}"#))
-            try await outbound.write(.text(#"{"type":"state","id":8,"version":99}"#))
-            let errors = await page.wait { $0["id"] as? Int == 8 }
-            #expect(errors?["type"] as? String == "error")
-        }
-        let errors = page.all.filter { $0["type"] as? String == "error" }
-        let words = errors.compactMap { $0["message"] as? String }
-        #expect(words.contains { $0.contains("restore is not allowed") })
-        #expect(words.contains { $0.contains("dispatch is not allowed") })
-        #expect(words.contains { $0.contains("unknown message type \"nope\"") })
-        #expect(words.contains { $0.contains("one JSON object") })
-        #expect(words.contains { $0.contains("nowhere") })
-        #expect(words.contains { $0.contains("version 99 is not kept") })
-        #expect(store.version == 4, "no bad request changed the store")
-    }
-
-    @Test("restore and dispatch, when the program allows them; dispatch only of registered identifiers")
-    func restoreAndDispatch() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        var options = InspectorOptions()
-        options.allowsRestore = true
-        options.allowsDispatch = true
-        options.actions.register(AddTodo.self, for: "todo.add")
-        let inspector = try await StoreInspector(store, options: options)
-        defer { Task { await inspector.stop() } }
-        for title in ["a", "b"] { store.dispatchAction(AddTodo(title: title)) }
-        _ = try await connectPage(inspector) { page, outbound in
-            let hello = await page.wait { $0["type"] as? String == "hello" }
-            #expect(hello?["actions"] as? [String] == ["todo.add"])
-            try await outbound.write(.text(#"{"type":"restore","id":1,"version":1}"#))
-            let restored = await page.wait { $0["id"] as? Int == 1 }
-            #expect(restored?["type"] as? String == "restored")
-            #expect(restored?["version"] as? Int == 3)
-            try await outbound.write(.text(#"{"type":"dispatch","id":2,"identifier":"todo.add","payload":{"title":"z"}}"#))
-            let dispatched = await page.wait { $0["id"] as? Int == 2 }
-            #expect(dispatched?["version"] as? Int == 4)
-            try await outbound.write(.text(#"{"type":"dispatch","id":3,"identifier":"other","payload":null}"#))
-            try await outbound.write(.text(#"{"type":"dispatch","id":4,"identifier":"todo.add","payload":{"title":7}}"#))
-            let bad = await page.wait { $0["id"] as? Int == 4 }
-            #expect((bad?["message"] as? String)?.contains("payload.title") == true)
-        }
-        #expect(store.currentState().todos.map(\.title) == ["a", "z"])
-        #expect(store.version == 4)
-    }
-
-    @Test("at most maximumClients pages; a stopped inspector refuses connections; stop is idempotent")
-    func limits() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        var options = InspectorOptions()
-        options.maximumClients = 1
-        let inspector = try await StoreInspector(store, options: options)
-        let second = Flag()
-        _ = try await connectPage(inspector) { page, _ in
-            _ = await page.wait { $0["type"] as? String == "hello" }
-            let status = try await http(inspector.port, "/ws?token=\(inspector.token)").status
-            #expect(status == 429)
-            second.raise()
-        }
-        #expect(second.isRaised)
-        let port = inspector.port
-        await inspector.stop()
-        await inspector.stop()
-        await #expect(throws: (any Error).self) { _ = try await http(port, "/") }
-        // Bad options and a port in use are errors, not a crash.
-        var bad = InspectorOptions()
-        bad.port = 70_000
-        await #expect(throws: StoreError.self) { _ = try await StoreInspector(store, options: bad) }
-        let first = try await StoreInspector(store)
-        var taken = InspectorOptions()
-        taken.port = first.port
-        await #expect(throws: StoreError.self) { _ = try await StoreInspector(store, options: taken) }
-        await first.stop()
-    }
-
-    @Test("changes sent together: every version once, in order; the shared patches lead from the hello's state to the newest")
-    func burstWithPage() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        let inspector = try await StoreInspector(store)
-        defer { Task { await inspector.stop() } }
-        store.dispatchAction(AddTodo(title: "before"))
-        let page = try await connectPage(inspector) { page, outbound in
-            _ = await page.wait { $0["type"] as? String == "hello" }
-            for index in 0..<3_000 {
-                if index % 7 == 3 { store.dispatchAction(ToggleTodo(index: index / 2)) }
-                else { store.dispatchAction(AddTodo(title: "t\(index)")) }
+extension InspectorTests {
+    @Suite("The live inspector: serving, the token, the protocol")
+    struct StoreInspectorTests {
+        @Test("the page needs the token and the right Host; the URL carries the token")
+        func page() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            let inspector = try await StoreInspector(store)
+            defer { Task { await inspector.stop() } }
+            #expect(inspector.url == "http://127.0.0.1:\(inspector.port)/?token=\(inspector.token)")
+            #expect(inspector.token.count == 32)
+            let ok = try await http(inspector.port, "/?token=\(inspector.token)")
+            #expect(ok.status == 200)
+            #expect(ok.body.contains("<html") || ok.body.contains("<!doctype") || ok.body.contains("<!DOCTYPE"))
+            #expect(try await http(inspector.port, "/").status == 401)
+            #expect(try await http(inspector.port, "/?token=0123").status == 401)
+            #expect(try await http(inspector.port, "/?token=\(String(inspector.token.reversed()))").status == 401)
+            #expect(try await http(inspector.port, "/", headers: ["Authorization: Bearer \(inspector.token)"]).status == 200)
+            // DNS rebinding: another name for this address.
+            #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "evil.example:\(inspector.port)").status == 403)
+            #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "localhost:\(inspector.port)").status == 200)
+            #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "10.1.2.3:\(inspector.port)").status == 403)
+            // The WebSocket path without an upgrade, or from another origin.
+            #expect(try await http(inspector.port, "/ws?token=\(inspector.token)").status == 400)
+            #expect(try await http(inspector.port, "/ws").status == 401)
+            let upgradeHeaders = [
+                "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                "Sec-WebSocket-Version: 13",
+            ]
+            for origin in ["http://evil.example", "null", "https://127.0.0.1:\(inspector.port)", "http://127.0.0.1:1"] {
+                let refused = try await http(inspector.port, "/ws?token=\(inspector.token)", headers: ["Origin: \(origin)"] + upgradeHeaders)
+                #expect(refused.status == 403, "Origin \(origin): \(refused.status) \(refused.body)")
             }
-            #expect(await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 3_001 } != nil)
+            let accepted = try await http(
+                inspector.port, "/ws?token=\(inspector.token)", headers: ["Origin: http://127.0.0.1:\(inspector.port)"] + upgradeHeaders,
+                headOnly: true)
+            #expect(accepted.status == 101)
         }
-        let changes = page.flattened.filter { $0["type"] as? String == "change" }
-        #expect(changes.map { $0["version"] as? Int } == Array(2...3_001).map { Optional($0) })
-        #expect(!page.all.contains { $0["type"] as? String == "gap" })
-        // The patches, applied in order from the state at version 1, give the state at 3,001;
-        // each covers the versions after its `patchFrom` (or its own version alone).
-        var document = try JSONValue(encoding: Todos(todos: [Todo(title: "before")]))
-        var covered: UInt64 = 1
-        for change in changes {
-            guard let operations = change["patch"] as? [[String: Any]] else { continue }
-            let version = UInt64(change["version"] as! Int)
-            let from = (change["patchFrom"] as? Int).map(UInt64.init) ?? version - 1
-            #expect(from == covered, "the patch of \(version) starts where the last ended")
-            let data = try JSONSerialization.data(withJSONObject: operations)
-            let patch = try JSONDecoder().decode([JSONPatch.Operation].self, from: data)
-            document = try JSONPatch.apply(patch, to: document)
-            covered = version
-        }
-        #expect(covered == 3_001)
-        #expect(document == (try JSONValue(encoding: store.currentState())))
-    }
 
-    @Test("two pages waiting for the next change both hear it, each time")
-    func twoPagesWaiting() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        let inspector = try await StoreInspector(store)
-        defer { Task { await inspector.stop() } }
-        let second = Page()
-        let first = try await connectPage(inspector) { first, _ in
-            _ = try await connectPage(inspector, as: second) { _, _ in
-                _ = await first.wait { $0["type"] as? String == "hello" }
-                _ = await second.wait { $0["type"] as? String == "hello" }
-                for round in 1...3 {
-                    // Both pages' senders have found nothing new and wait.
-                    try await Task.sleep(for: .milliseconds(50))
-                    store.dispatchAction(AddTodo(title: "t\(round)"))
-                    for page in [first, second] {
-                        let heard = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == round }
-                        #expect(heard != nil, "a page did not hear version \(round)")
+        @Test("served on every address: any IP literal with the port is a Host, never another DNS name")
+        func everyAddress() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            var options = InspectorOptions()
+            options.host = "0.0.0.0"
+            let inspector = try await StoreInspector(store, options: options)
+            defer { Task { await inspector.stop() } }
+            let page = "/?token=\(inspector.token)"
+            for host in ["127.0.0.1", "10.1.2.3", "[fe80::1]", "localhost", "0.0.0.0"] {
+                #expect(try await http(inspector.port, page, host: "\(host):\(inspector.port)").status == 200, "\(host)")
+            }
+            for host in ["evil.example:\(inspector.port)", "10.1.2.3:1", "10.1.2.3", "10.1.2:\(inspector.port)", "[nope]:\(inspector.port)"] {
+                #expect(try await http(inspector.port, page, host: host).status == 403, "\(host)")
+            }
+            #expect(try await http(inspector.port, "/", host: "10.1.2.3:\(inspector.port)").status == 401)
+        }
+
+        @Test("a page hears hello with the log, then each change with its patch and source; asks for state and diffs")
+        func protocolExchange() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            let inspector = try await StoreInspector(store)
+            defer { Task { await inspector.stop() } }
+            #expect(store.historyVersions.isEmpty, "the inspector turns the history on for restore only")
+            store.keepHistory(10)
+            for title in ["a", "b", "c"] { store.dispatchAction(AddTodo(title: title)) }
+            let line = #line + 8
+            let page = try await connectPage(inspector, origin: "http://127.0.0.1:\(inspector.port)") { page, outbound in
+                let hello = await page.wait { $0["type"] as? String == "hello" }
+                #expect(hello?["version"] as? Int == 3)
+                #expect((hello?["log"] as? [[String: Any]])?.map { $0["version"] as? Int } == [1, 2, 3])
+                #expect(hello?["allowsRestore"] as? Bool == false)
+                #expect(hello?["store"] as? String == "Todos")
+                #expect((hello?["history"] as? [Int])?.last == 3)
+                store.dispatchAction(AddTodo(title: "d"))
+                let change = await page.wait { $0["type"] as? String == "change" }
+                #expect(change?["version"] as? Int == 4)
+                #expect(change?["source"] as? String == "StoreInspectorTests.swift:\(line)")
+                #expect((change?["payload"] as? [String: Any])?["title"] as? String == "d")
+                #expect(change?["typed"] as? Bool == true)
+                let patch = change?["patch"] as? [[String: Any]]
+                #expect(patch?.first?["path"] as? String == "/todos/3")
+                try await outbound.write(.text(#"{"type":"state","id":1,"version":null,"pointer":"","depth":1}"#))
+                let state = await page.wait { $0["id"] as? Int == 1 }
+                let node = state?["node"] as? [String: Any]
+                #expect(node?["kind"] as? String == "object")
+                let todos = (node?["members"] as? [String: Any])?["todos"] as? [String: Any]
+                #expect(todos?["kind"] as? String == "array" && todos?["count"] as? Int == 4)
+                #expect(todos?["elements"] == nil, "folded past the depth asked for")
+                try await outbound.write(.text(#"{"type":"state","id":2,"version":2,"pointer":"/todos/1/title","depth":0}"#))
+                let old = await page.wait { $0["id"] as? Int == 2 }
+                #expect((old?["node"] as? [String: Any])?["value"] as? String == "b")
+                try await outbound.write(.text(#"{"type":"diff","id":3,"from":1,"to":3}"#))
+                let diff = await page.wait { $0["id"] as? Int == 3 }
+                #expect((diff?["patch"] as? [[String: Any]])?.count == 2)
+                // Bad requests: an error naming the problem, nothing changed.
+                try await outbound.write(.text(#"{"type":"restore","id":4,"version":1}"#))
+                try await outbound.write(.text(#"{"type":"dispatch","id":5,"identifier":"todo.add","payload":{"title":"x"}}"#))
+                try await outbound.write(.text(#"{"type":"nope","id":6}"#))
+                try await outbound.write(.text("not json"))
+                try await outbound.write(.text(#"{"type":"state","id":7,"pointer":"/nowhere"}"#))
+                try await outbound.write(.text(#"{"type":"state","id":8,"version":99}"#))
+                let errors = await page.wait { $0["id"] as? Int == 8 }
+                #expect(errors?["type"] as? String == "error")
+            }
+            let errors = page.all.filter { $0["type"] as? String == "error" }
+            let words = errors.compactMap { $0["message"] as? String }
+            #expect(words.contains { $0.contains("restore is not allowed") })
+            #expect(words.contains { $0.contains("dispatch is not allowed") })
+            #expect(words.contains { $0.contains("unknown message type \"nope\"") })
+            #expect(words.contains { $0.contains("one JSON object") })
+            #expect(words.contains { $0.contains("nowhere") })
+            #expect(words.contains { $0.contains("version 99 is not kept") })
+            #expect(store.version == 4, "no bad request changed the store")
+        }
+
+        @Test("restore and dispatch, when the program allows them; dispatch only of registered identifiers")
+        func restoreAndDispatch() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            var options = InspectorOptions()
+            options.allowsRestore = true
+            options.allowsDispatch = true
+            options.actions.register(AddTodo.self, for: "todo.add")
+            let inspector = try await StoreInspector(store, options: options)
+            defer { Task { await inspector.stop() } }
+            for title in ["a", "b"] { store.dispatchAction(AddTodo(title: title)) }
+            _ = try await connectPage(inspector) { page, outbound in
+                let hello = await page.wait { $0["type"] as? String == "hello" }
+                #expect(hello?["actions"] as? [String] == ["todo.add"])
+                try await outbound.write(.text(#"{"type":"restore","id":1,"version":1}"#))
+                let restored = await page.wait { $0["id"] as? Int == 1 }
+                #expect(restored?["type"] as? String == "restored")
+                #expect(restored?["version"] as? Int == 3)
+                try await outbound.write(.text(#"{"type":"dispatch","id":2,"identifier":"todo.add","payload":{"title":"z"}}"#))
+                let dispatched = await page.wait { $0["id"] as? Int == 2 }
+                #expect(dispatched?["version"] as? Int == 4)
+                try await outbound.write(.text(#"{"type":"dispatch","id":3,"identifier":"other","payload":null}"#))
+                try await outbound.write(.text(#"{"type":"dispatch","id":4,"identifier":"todo.add","payload":{"title":7}}"#))
+                let bad = await page.wait { $0["id"] as? Int == 4 }
+                #expect((bad?["message"] as? String)?.contains("payload.title") == true)
+            }
+            #expect(store.currentState().todos.map(\.title) == ["a", "z"])
+            #expect(store.version == 4)
+        }
+
+        @Test("at most maximumClients pages; a stopped inspector refuses connections; stop is idempotent")
+        func limits() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            var options = InspectorOptions()
+            options.maximumClients = 1
+            let inspector = try await StoreInspector(store, options: options)
+            let second = Flag()
+            _ = try await connectPage(inspector) { page, _ in
+                _ = await page.wait { $0["type"] as? String == "hello" }
+                let status = try await http(inspector.port, "/ws?token=\(inspector.token)").status
+                #expect(status == 429)
+                second.raise()
+            }
+            #expect(second.isRaised)
+            let port = inspector.port
+            await inspector.stop()
+            await inspector.stop()
+            await #expect(throws: (any Error).self) { _ = try await http(port, "/") }
+            // Bad options and a port in use are errors, not a crash.
+            var bad = InspectorOptions()
+            bad.port = 70_000
+            await #expect(throws: StoreError.self) { _ = try await StoreInspector(store, options: bad) }
+            let first = try await StoreInspector(store)
+            var taken = InspectorOptions()
+            taken.port = first.port
+            await #expect(throws: StoreError.self) { _ = try await StoreInspector(store, options: taken) }
+            await first.stop()
+        }
+
+        @Test("changes sent together: every version once, in order; the shared patches lead from the hello's state to the newest")
+        func burstWithPage() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            let inspector = try await StoreInspector(store)
+            defer { Task { await inspector.stop() } }
+            store.dispatchAction(AddTodo(title: "before"))
+            let page = try await connectPage(inspector) { page, outbound in
+                _ = await page.wait { $0["type"] as? String == "hello" }
+                for index in 0..<3_000 {
+                    if index % 7 == 3 { store.dispatchAction(ToggleTodo(index: index / 2)) }
+                    else { store.dispatchAction(AddTodo(title: "t\(index)")) }
+                }
+                #expect(await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 3_001 } != nil)
+            }
+            let changes = page.flattened.filter { $0["type"] as? String == "change" }
+            #expect(changes.map { $0["version"] as? Int } == Array(2...3_001).map { Optional($0) })
+            #expect(!page.all.contains { $0["type"] as? String == "gap" })
+            // The patches, applied in order from the state at version 1, give the state at 3,001;
+            // each covers the versions after its `patchFrom` (or its own version alone).
+            var document = try JSONValue(encoding: Todos(todos: [Todo(title: "before")]))
+            var covered: UInt64 = 1
+            for change in changes {
+                guard let operations = change["patch"] as? [[String: Any]] else { continue }
+                let version = UInt64(change["version"] as! Int)
+                let from = (change["patchFrom"] as? Int).map(UInt64.init) ?? version - 1
+                #expect(from == covered, "the patch of \(version) starts where the last ended")
+                let data = try JSONSerialization.data(withJSONObject: operations)
+                let patch = try JSONDecoder().decode([JSONPatch.Operation].self, from: data)
+                document = try JSONPatch.apply(patch, to: document)
+                covered = version
+            }
+            #expect(covered == 3_001)
+            #expect(document == (try JSONValue(encoding: store.currentState())))
+        }
+
+        @Test("two pages waiting for the next change both hear it, each time")
+        func twoPagesWaiting() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            let inspector = try await StoreInspector(store)
+            defer { Task { await inspector.stop() } }
+            let second = Page()
+            let first = try await connectPage(inspector) { first, _ in
+                _ = try await connectPage(inspector, as: second) { _, _ in
+                    _ = await first.wait { $0["type"] as? String == "hello" }
+                    _ = await second.wait { $0["type"] as? String == "hello" }
+                    for round in 1...3 {
+                        // Both pages' senders have found nothing new and wait.
+                        try await Task.sleep(for: .milliseconds(50))
+                        store.dispatchAction(AddTodo(title: "t\(round)"))
+                        for page in [first, second] {
+                            let heard = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == round }
+                            #expect(heard != nil, "a page did not hear version \(round)")
+                        }
                     }
                 }
             }
+            #expect(first.all.first?["type"] as? String == "hello")
         }
-        #expect(first.all.first?["type"] as? String == "hello")
-    }
 
-    @Test("keptActions 0: nothing is recorded while no page is connected; a page sees what is applied while it is open")
-    func recordsOnlyWithAPage() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        var options = InspectorOptions()
-        options.keptActions = 0
-        let inspector = try await StoreInspector(store, options: options)
-        defer { Task { await inspector.stop() } }
-        #expect(store.readActionLog(after: 0, includingState: false) == nil)
-        store.dispatchAction(AddTodo(title: "unseen"))
-        let page = try await connectPage(inspector) { page, _ in
-            let hello = await page.wait { $0["type"] as? String == "hello" }
-            #expect(hello?["version"] as? Int == 1)
-            #expect((hello?["log"] as? [Any])?.isEmpty == true)
-            #expect(store.readActionLog(after: 0, includingState: false) != nil)
-            store.dispatchAction(AddTodo(title: "seen"))
-            let change = await page.wait { $0["type"] as? String == "change" }
-            #expect(change?["version"] as? Int == 2)
-            #expect((change?["patch"] as? [[String: Any]])?.first?["path"] as? String == "/todos/1")
+        @Test("keptActions 0: nothing is recorded while no page is connected; a page sees what is applied while it is open")
+        func recordsOnlyWithAPage() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            var options = InspectorOptions()
+            options.keptActions = 0
+            let inspector = try await StoreInspector(store, options: options)
+            defer { Task { await inspector.stop() } }
+            #expect(store.readActionLog(after: 0, includingState: false) == nil)
+            store.dispatchAction(AddTodo(title: "unseen"))
+            let page = try await connectPage(inspector) { page, _ in
+                let hello = await page.wait { $0["type"] as? String == "hello" }
+                #expect(hello?["version"] as? Int == 1)
+                #expect((hello?["log"] as? [Any])?.isEmpty == true)
+                #expect(store.readActionLog(after: 0, includingState: false) != nil)
+                store.dispatchAction(AddTodo(title: "seen"))
+                let change = await page.wait { $0["type"] as? String == "change" }
+                #expect(change?["version"] as? Int == 2)
+                #expect((change?["patch"] as? [[String: Any]])?.first?["path"] as? String == "/todos/1")
+            }
+            #expect(page.all.first?["type"] as? String == "hello")
+            var stopped = false
+            for _ in 0..<500 where !stopped {
+                stopped = store.readActionLog(after: 0, includingState: false) == nil
+                if !stopped { try await Task.sleep(for: .milliseconds(10)) }
+            }
+            #expect(stopped, "the last page gone, the log stops")
         }
-        #expect(page.all.first?["type"] as? String == "hello")
-        var stopped = false
-        for _ in 0..<500 where !stopped {
-            stopped = store.readActionLog(after: 0, includingState: false) == nil
-            if !stopped { try await Task.sleep(for: .milliseconds(10)) }
+
+        @Test("a page that falls behind is told of the gap; dispatch never waits for it")
+        func slowPage() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            var options = InspectorOptions()
+            options.clientBuffer = 4
+            options.keptVersions = 0
+            let inspector = try await StoreInspector(store, options: options)
+            defer { Task { await inspector.stop() } }
+            _ = try await connectPage(inspector) { page, _ in
+                _ = await page.wait { $0["type"] as? String == "hello" }
+                for index in 0..<2_000 { store.dispatchAction(AddTodo(title: "t\(index)")) }
+                let last = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 2_000 }
+                #expect(last != nil)
+            }
+            #expect(store.version == 2_000)
         }
-        #expect(stopped, "the last page gone, the log stops")
-    }
 
-    @Test("a page that falls behind is told of the gap; dispatch never waits for it")
-    func slowPage() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        var options = InspectorOptions()
-        options.clientBuffer = 4
-        options.keptVersions = 0
-        let inspector = try await StoreInspector(store, options: options)
-        defer { Task { await inspector.stop() } }
-        _ = try await connectPage(inspector) { page, _ in
-            _ = await page.wait { $0["type"] as? String == "hello" }
-            for index in 0..<2_000 { store.dispatchAction(AddTodo(title: "t\(index)")) }
-            let last = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 2_000 }
-            #expect(last != nil)
+        @Test("the README's block, as written there, serves; and it is in this file line for line")
+        func readmeBlock() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            var printed = ""
+            func print(_ items: Any...) { printed = items.map { "\($0)" }.joined(separator: " ") }
+            let inspector = try await StoreInspector(store)   // loopback, a free port, a random token
+            print("open", inspector.url)                      // http://127.0.0.1:PORT/?token=…
+            #expect(printed == "open http://127.0.0.1:\(inspector.port)/?token=\(inspector.token)")
+            await inspector.stop()
+
+            let missing = try #require(readmeLinesMissing(fromTest: #filePath, blockImporting: "ReduxStoreInspector"))
+            #expect(missing.isEmpty, "the README's lines not in \(#fileID): \(missing)")
         }
-        #expect(store.version == 2_000)
-    }
-
-    @Test("the README's block, as written there, serves; and it is in this file line for line")
-    func readmeBlock() async throws {
-        let store = Store(reducers: [reducer], state: Todos())
-        var printed = ""
-        func print(_ items: Any...) { printed = items.map { "\($0)" }.joined(separator: " ") }
-        let inspector = try await StoreInspector(store)   // loopback, a free port, a random token
-        print("open", inspector.url)                      // http://127.0.0.1:PORT/?token=…
-        #expect(printed == "open http://127.0.0.1:\(inspector.port)/?token=\(inspector.token)")
-        await inspector.stop()
-
-        let missing = try #require(readmeLinesMissing(fromTest: #filePath, blockImporting: "ReduxStoreInspector"))
-        #expect(missing.isEmpty, "the README's lines not in \(#fileID): \(missing)")
     }
 }
