@@ -27,6 +27,17 @@
  * dispatch. The page loads nothing from any other address. The protocol between the page and the
  * program is described in the DocC article "The inspector's protocol" of ReduxStoreInspector.
  *
+ * No client can wedge the program through it: a request head must arrive within 10 seconds of
+ * the connection's opening (408, or closed when nothing came), a connection idle after an answer
+ * is closed after 15 seconds, one that reads nothing while the inspector sends after 30; a
+ * malformed request is answered 400 (414 for a request line past 8 KiB, 431 for header fields
+ * past 16 KiB each, 32 KiB in all or 100 of them, 413 for a body) and closed at once, as is every
+ * answer other than the page. The connections open at once are capped at half the descriptors the
+ * process has left below RLIMIT_NOFILE when the inspector starts (at most 1024); past it a new
+ * connection closes the oldest that has not sent a whole request head, so a flood of half-open
+ * connections never keeps the page from being served. The section "Connections" of that article
+ * lists these bounds.
+ *
  * Thread safety: the three functions may be called from any thread, but not from inside a
  * reducer, observer, middleware or change listener of the inspected store (starting and stopping
  * wait for the server's threads, which may be waiting for the store).
@@ -79,8 +90,12 @@ RDX_API rdx_inspector *rdx_inspector_start(rdx_store *store, const rdx_inspector
 RDX_API const char *rdx_inspector_url(const rdx_inspector *inspector);
 
 /*
- * Stops serving: closes the pages' connections and the listening socket, stops listening to the
- * store, releases the inspector's reference to it, and frees the inspector. NULL is a no-op.
+ * Stops serving: closes the pages' connections (WebSocket close code 1001, "the inspector
+ * stopped"), every other connection and the listening socket, stops listening to the store,
+ * releases the inspector's reference to it, and frees the inspector. Returns within 5 seconds
+ * whatever the clients do (idle connections, half a request, a page that reads nothing), at once
+ * when they do nothing wrong; no connection or descriptor of the inspector is left. NULL is a
+ * no-op.
  */
 RDX_API void rdx_inspector_stop(rdx_inspector *inspector);
 

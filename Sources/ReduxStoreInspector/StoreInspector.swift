@@ -46,8 +46,11 @@ public struct InspectorOptions: Sendable {
 /// ```
 ///
 /// Every request needs the token in `url` (query `token=` or `Authorization: Bearer …`); a
-/// WebSocket upgrade from another origin, and a request naming another host, are refused. The
-/// page is described in the DocC article "Watching a store live", its protocol in "The inspector's protocol".
+/// WebSocket upgrade from another origin, and a request naming another host, are refused. Every
+/// connection is held to bounds (a request head within 10 seconds, idle 15, malformed requests
+/// answered and closed at once, connections capped below the descriptor limit), so that no
+/// client can wedge the program. The page is described in the DocC article "Watching a store
+/// live", its protocol and those bounds in "The inspector's protocol".
 public final class StoreInspector: Sendable {
     /// The page's address, with its token: open it in a browser.
     public let url: String
@@ -100,7 +103,10 @@ public final class StoreInspector: Sendable {
     /// How many connections are open now.
     package var openConnections: Int { server.connections.count }
 
-    /// Stops serving: closes the pages' connections and the listening socket. Idempotent.
+    /// Stops serving: closes the pages' connections (close code 1001, "the inspector stopped"),
+    /// every other connection and the listening socket. Returns within 5 seconds whatever the
+    /// clients do (idle connections, half a request, a page that reads nothing), at once when
+    /// they do nothing wrong; no connection or descriptor is left. Idempotent.
     public func stop() async {
         await server.stop()
     }
