@@ -7,6 +7,8 @@
 //       then wait until the stream holds TOTAL actions (by default COUNT)
 //   reduxstore-replica-check follow URL STREAM VERSION              follow until VERSION
 //   reduxstore-replica-check misuse URL STREAM                      dispatch to the replica's store
+//   reduxstore-replica-check sets URL STREAM NAME COUNT TOTAL       write COUNT actions to a state of
+//       sets and dictionaries with non-string keys, a snapshot every 10 versions; wait for TOTAL
 //
 // Each prints, last, `state {json}` with the state it ended with.
 import Foundation
@@ -35,6 +37,21 @@ let reducer: Reducer<Tally> = { state, action in
 
 var actions = ActionTypes()
 actions.register(Add.self, for: "add")
+
+/// A state whose natural encoding follows the process's hash seed: sets, and dictionaries whose
+/// keys are neither strings nor integers.
+struct Point: Codable, Hashable { var x: Int; var y: Int }
+struct Sets: Codable, Equatable, Sendable {
+    var tags: Set<String> = []
+    var points: [Point: Set<Int>] = [:]
+    var byName: [String: Set<String>] = [:]
+}
+let setsReducer: Reducer<Sets> = { state, action in
+    guard let add = action as? Add else { return }
+    state.tags.insert(add.tag)
+    state.points[Point(x: add.by % 7, y: add.by % 5), default: []].insert(add.by)
+    state.byName[String(add.tag.prefix(2)), default: []].insert(add.tag)
+}
 
 func printLine(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
@@ -91,6 +108,25 @@ case "follow":
         try await Task.sleep(for: .milliseconds(10))
     }
     printLine(stateLine(replica.store.currentState()))
+    await replica.close()
+case "sets":
+    let name = arguments[4]
+    let count = Int(arguments[5])!
+    let total = UInt64(arguments[6])!
+    var setOptions = ReplicationOptions()
+    setOptions.snapshotEvery = 10
+    let replica = try await ReplicatedStore.open(
+        stream, reducers: [setsReducer], initialState: Sets(), actions: actions, options: setOptions)
+    for index in 0..<count {
+        _ = try await replica.dispatch(Add(by: index, tag: "\(name)-\(index)"))
+    }
+    let deadline = ContinuousClock.now + .seconds(60)
+    while try await replica.catchUp() < total {
+        guard ContinuousClock.now < deadline else { throw ReplicationError(.closed, "the stream did not reach \(total)") }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    if let failure = await replica.failure { throw failure }
+    printLine("state " + (try JSONValue(canonicallyEncoding: replica.store.currentState()).description))
     await replica.close()
 case "misuse":
     let replica = try await ReplicatedStore.open(
