@@ -248,6 +248,18 @@ int main(void)
     CHECK(strlen(rdx_last_error()) > 0);
     CHECK(rdx_store_open_stream("port=notanumber", stream, zero, reducers, 1, &status) == NULL);
     CHECK_STATUS(status, RDX_EINVAL);
+    /* Names that are not UTF-8 are refused, never repaired into one shared name. */
+    CHECK(rdx_store_open_stream(url, "s\xff", zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "UTF-8") != NULL);
+    CHECK(rdx_store_open_stream(url, "s\xc3", zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(rdx_store_open_stream("host=127.0.0.1 password=\xfe\xff", stream, zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    /* A malformed string puts pieces of the password where other parts go: none is quoted. */
+    CHECK(rdx_store_open_stream("postgres://tester:Zq7w/x9@127.0.0.1/db", stream, zero, reducers, 1, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "Zq7w") == NULL);
 
     TEST("open a stream: an ordinary store at version 0");
     store = rdx_store_open_stream(url, stream, zero, reducers, 1, &status);
@@ -265,6 +277,12 @@ int main(void)
     TEST("what would reorder the stream is refused and changes nothing");
     CHECK_STATUS(rdx_store_enqueue_action(store, "add", NULL), RDX_EINVAL);
     CHECK_STATUS(rdx_store_restore_version(store, 0), RDX_EINVAL);
+    CHECK_EQ_INT(rdx_store_version(store), 0);
+
+    TEST("a payload PostgreSQL cannot store (U+0000) is refused before it is sent");
+    CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"a\\u0000b\"}}"),
+                 RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "U+0000") != NULL);
     CHECK_EQ_INT(rdx_store_version(store), 0);
 
     TEST("C threads and a Swift process write at once; each dispatch returns once applied here");
