@@ -224,7 +224,10 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
         ),
         .testTarget(
             name: "ReduxStorePostgresTests",
-            dependencies: ["ReduxStorePostgres", "ReduxStore", "ReduxStoreTestSupport"]
+            dependencies: [
+                "ReduxStorePostgres", "ReduxStore", "ReduxStoreTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         .testTarget(
             name: "ReduxStoreInspectorTests",

@@ -1,6 +1,7 @@
 import Foundation
+import PostgresNIO
 import ReduxStore
-import ReduxStorePostgres
+@testable import ReduxStorePostgres
 import ReduxStoreTestSupport
 import Testing
 
@@ -302,6 +303,43 @@ struct FaultTests {
             stream, acknowledged: ["before", "during"] + (0..<20).map { "after-\($0)" }, replica: writer)
         await writer.close()
         await follower.close()
+    }
+
+    @Test("every connection asks the server to bound its locks, statements and idle transactions")
+    func serverBounds() async throws {
+        let stream = try TestServer.stream("bounds")
+        let connection = try await StreamConnection.connect(stream, logger: .init(label: "test"))
+        var settings: [String] = []
+        for name in ["lock_timeout", "statement_timeout", "idle_in_transaction_session_timeout"] {
+            for row in try await connection.rows(PostgresQuery(unsafeSQL: "SHOW \(name)"), logger: .init(label: "test")) {
+                settings.append(try row.decode(String.self))
+            }
+        }
+        try await connection.close()
+        #expect(settings == ["5s", "9s", "10s"])
+    }
+
+    @Test("a stranger holding the stream's row lock delays a dispatch by its hold, not for good")
+    func lockHeldByAnother() async throws {
+        let stream = try TestServer.stream("locked")
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+        try await writer.dispatch(Add(by: 1, tag: "before"))
+        let holder = try RunningProcess("psql", [
+            try TestServer.url(), "-X", "-q", "-c",
+            "BEGIN; SELECT version FROM \(stream.schema).streams WHERE name = \(TestServer.literal(stream.stream)) FOR UPDATE; SELECT pg_sleep(7); COMMIT;",
+        ])
+        try await Task.sleep(for: .milliseconds(500))
+        let started = ContinuousClock.now
+        let version = try await writer.dispatch(Add(by: 1, tag: "after"))
+        let waited = started.duration(to: .now)
+        let held = await holder.finish()
+        #expect(held.status == 0, "\(held.errors)")
+        #expect(version == 2)
+        #expect(waited > .seconds(5) && waited < .seconds(20), "waited \(waited)")
+        #expect(await writer.failure == nil)
+        try await Self.checkOnce(stream, acknowledged: ["before", "after"], replica: writer)
+        await writer.close()
     }
 
     @Test("a writer stopped with SIGSTOP in the middle of its commits holds nobody up")
