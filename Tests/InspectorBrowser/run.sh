@@ -9,9 +9,10 @@
 # `reduxstore-inspect serve`, must show the same log, patches and tree. Installs Debian's chromium
 # and chromium-driver and PyPI's selenium when missing.
 #
-#   bash Tests/InspectorBrowser/run.sh
+#   bash Tests/InspectorBrowser/run.sh [SCRATCH_PATH]   (SwiftPM's build folder, default .build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+scratch=${1:-.build}
 here=Tests/InspectorBrowser
 
 sudo=""
@@ -28,9 +29,9 @@ if ! python3 -c "import selenium" >/dev/null 2>&1; then
 fi
 
 for product in reduxstore-inspector-demo reduxstore reduxstore-inspector reduxstore-inspect; do
-    swift build --product "$product" >/dev/null
+    swift build --scratch-path "$scratch" --product "$product" >/dev/null
 done
-bin="$(swift build --show-bin-path)"
+bin="$(swift build --scratch-path "$scratch" --show-bin-path)"
 demo="$bin/reduxstore-inspector-demo"
 work=$(mktemp -d)
 # The C program, as a C user builds it: the headers, the two libraries, json-c.

@@ -250,6 +250,43 @@ extension InspectorTests {
             #expect(throws: SocketFailure.self) { _ = try RawSocket(port) }
         }
 
+        @Test("a thousand connections sending nothing or half a head: stop is still within its bound")
+        func stopWithAThousand() async throws {
+            // Room for both ends of a thousand connections in this process.
+            var saved = rlimit()
+            #expect(getrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) == 0)
+            var raised = saved
+            raised.rlim_cur = max(saved.rlim_cur, min(saved.rlim_max, rlim_t(entries("/proc/self/fd") + 4_096)))
+            #expect(setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0)
+            defer { _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+            let warmUp = try await StoreInspector(Store(reducers: [bump], state: Count()))
+            await warmUp.stop()
+            let descriptorsBefore = entries("/proc/self/fd")
+
+            let inspector = try await StoreInspector(Store(reducers: [bump], state: Count()))
+            try #require(inspector.connectionLimit >= 1_000)
+            let port = inspector.port
+            let half = "GET /?token=\(inspector.token) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+            let sockets = try await onThread {
+                try (0..<1_000).map { index in
+                    let socket = try RawSocket(port)
+                    if index.isMultiple(of: 2) { socket.send(half) }
+                    return socket
+                }
+            }
+            #expect(await eventually(within: 5) { inspector.openConnections == 1_000 })
+            let started = ContinuousClock.now
+            await inspector.stop()
+            let took = ContinuousClock.now - started
+            #expect(took <= ConnectionBounds.stop, "stop took \(took)")
+            let closed = try await onThread { sockets.filter { $0.readUntilClosed(within: 5).closed }.count }
+            #expect(closed == 1_000)
+            for socket in sockets { socket.close() }
+            #expect(socketsOnPort(port) == 0)
+            #expect(await eventually(within: 5) { entries("/proc/self/fd") <= descriptorsBefore },
+                    "descriptors: \(entries("/proc/self/fd")) after, \(descriptorsBefore) before")
+        }
+
         @Test("a stop with nobody connected, or only idle sockets, is prompt")
         func stopIsPrompt() async throws {
             let store = Store(reducers: [bump], state: Count())
