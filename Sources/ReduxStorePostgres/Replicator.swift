@@ -524,6 +524,7 @@ package actor Replicator {
                 used = connection
                 sent = true
                 let last = try await append(group, on: connection)
+                announce(last)
                 try await applyOwn(group, last: last)
                 return
             } catch where error.isTransient {
@@ -538,6 +539,39 @@ package actor Replicator {
                 try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
             }
         }
+    }
+
+    // MARK: Waking the followers
+
+    /// Whether a notification is on its way, and the newest version committed since it left.
+    private var announcing = false
+    private var unannounced: UInt64?
+
+    /// Wakes the stream's other processes: `NOTIFY` on the listening connection, apart from the
+    /// append and off the dispatch's path, and coalesced — while one notification is on its way,
+    /// the commits that follow are announced together by the next. A notification lost (no
+    /// listening connection, a failure) costs a follower at most ``ReplicationOptions/pollInterval``.
+    private func announce(_ version: UInt64) {
+        guard options.notifies else { return }
+        if announcing {
+            unannounced = max(unannounced ?? 0, version)
+            return
+        }
+        announcing = true
+        Task { await self.sendAnnouncements(from: version) }
+    }
+
+    private func sendAnnouncements(from first: UInt64) async {
+        var version = first
+        while true {
+            if let connection = listening, !closed {
+                _ = try? await connection.rows(schema.notify(channel, version: version), logger: logger)
+            }
+            guard let next = unannounced, !closed else { break }
+            unannounced = nil
+            version = next
+        }
+        announcing = false
     }
 
     /// The error a dispatch fails with once its retries ran out: when a request may have reached
@@ -555,8 +589,7 @@ package actor Replicator {
     private func append(_ group: [PendingDispatch], on connection: PostgresConnection) async throws(ReplicationError) -> UInt64 {
         let query = schema.append(
             stream.stream, identifiers: group.map(\.identifier), payloads: group.map(\.payload),
-            sources: group.map(\.source), writer: writer, firstSeq: group[0].seq,
-            channel: options.notifies ? channel : nil)
+            sources: group.map(\.source), writer: writer, firstSeq: group[0].seq)
         // The seqs of one group are consecutive: `firstSeq + i` is the i-th's.
         assert(zip(group, group.dropFirst()).allSatisfy { $0.seq + 1 == $1.seq })
         do {

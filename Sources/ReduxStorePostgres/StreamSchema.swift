@@ -17,9 +17,9 @@ import Logging
 ///   by code point, unordered collections in a canonical order:
 ///   `ReduxStore.JSONValue(canonicallyEncoding:)`'s `description`), which every process computes
 ///   for itself at the versions snapshots are stored at and compares.
-/// - `append(stream, identifiers, payloads, sources, writer, first_seq, channel, INOUT last)`:
-///   the procedure every append calls (version 2). It commits inside the call, so the call's
-///   answer comes only after the commit; see ``append(_:identifiers:payloads:sources:writer:firstSeq:channel:)``.
+/// - `append(stream, identifiers, payloads, sources, writer, first_seq, INOUT last)`: the
+///   procedure every append calls (version 2). It commits inside the call, so the call's answer
+///   comes only after the commit; see ``append(_:identifiers:payloads:sources:writer:firstSeq:)``.
 /// - `migrations (version, applied)`: which of these steps ran.
 ///
 /// Needs PostgreSQL 11 or later (procedures that commit).
@@ -78,10 +78,9 @@ package struct StreamSchema: Sendable {
 
     /// The append, on the server: takes the stream row's lock, answers the versions stored the
     /// first time when this writer's dispatches are there already (a repeated or late request),
-    /// else writes them at the versions after the stream's head; commits; then, in a transaction
-    /// of its own that does not wait for the disk, notifies `channel` (when not NULL) of the
-    /// newest version, so that the notify queue's lock is never held across the commit's flush.
-    /// The `CALL` is answered after the commit: an answer is a durable append.
+    /// else writes them at the versions after the stream's head; commits. The `CALL` is answered
+    /// after the commit: an answer is a durable append. (Followers are woken apart from it:
+    /// ``notify(_:version:)``.)
     private var appendProcedure: String {
         // The body's quotes: a tag the schema's name does not hold.
         var tag = "$append$"
@@ -89,7 +88,7 @@ package struct StreamSchema: Sendable {
         return """
         CREATE OR REPLACE PROCEDURE \(quoted).append(
             p_stream text, p_identifiers text[], p_payloads text[], p_sources text[],
-            p_writer text, p_first_seq bigint, p_channel text, INOUT p_last bigint DEFAULT NULL)
+            p_writer text, p_first_seq bigint, INOUT p_last bigint DEFAULT NULL)
         LANGUAGE plpgsql AS \(tag)
         DECLARE
             v_head bigint;
@@ -113,10 +112,6 @@ package struct StreamSchema: Sendable {
                 p_last := v_head + v_count;
             END IF;
             COMMIT;
-            IF p_channel IS NOT NULL THEN
-                SET LOCAL synchronous_commit = off;
-                PERFORM pg_notify(p_channel, p_last::text);
-            END IF;
         END
         \(tag)
         """
@@ -187,21 +182,31 @@ package struct StreamSchema: Sendable {
     /// row's lock for the length of the call on the server. The dispatches are this writer's
     /// `firstSeq`, `firstSeq + 1`, …; when they are stored already (a repeated request, or one
     /// delivered late), nothing is written and the answer is the version stored the first time.
-    /// Answers the last version, after the commit. With `channel`, it also notifies it.
+    /// Answers the last version, after the commit.
     func append(
         _ stream: String, identifiers: [String], payloads: [String], sources: [String],
-        writer: String, firstSeq: Int64, channel: String?
+        writer: String, firstSeq: Int64
     ) -> PostgresQuery {
-        var bindings = PostgresBindings(capacity: 7)
+        var bindings = PostgresBindings(capacity: 6)
         bindings.append(stream)
         bindings.append(identifiers)
         bindings.append(payloads)
         bindings.append(sources)
         bindings.append(writer)
         bindings.append(firstSeq)
-        if let channel { bindings.append(channel) } else { bindings.appendNull() }
+        return PostgresQuery(unsafeSQL: "CALL \(quoted).append($1, $2, $3, $4, $5, $6, NULL)", binds: bindings)
+    }
+
+    /// Tells the stream's listeners that it reached `version`: a wake-up hint, in a transaction
+    /// of its own that does not wait for the disk (a notification needs no durability), apart
+    /// from the append, so that the notify queue's cluster-wide lock is never held across an
+    /// append's commit and flush.
+    func notify(_ channel: String, version: UInt64) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(channel)
+        bindings.append(String(version))
         return PostgresQuery(
-            unsafeSQL: "CALL \(quoted).append($1, $2, $3, $4, $5, $6, $7::text, NULL)", binds: bindings)
+            unsafeSQL: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", binds: bindings)
     }
 
     /// The actions after `after` through `through`, at most `limit`, in order, each with the

@@ -39,7 +39,7 @@ struct FaultTests {
         let name = TestServer.literal(stream.stream)
         let call = """
             CALL \(stream.schema).append(\(name), ARRAY['add','add'], ARRAY['{"by":1,"tag":"x1"}','{"by":1,"tag":"x2"}'],
-                ARRAY['',''], 'a-writer', 7, NULL, NULL)
+                ARRAY['',''], 'a-writer', 7, NULL)
             """
         let first = try await TestServer.sql(call)
         let again = try await TestServer.sql(call)
@@ -47,7 +47,7 @@ struct FaultTests {
         #expect(again == [["3"]], "a repeated append answers the versions stored the first time")
         // A single dispatch of the group, asked again on its own, answers its own version.
         let single = try await TestServer.sql("""
-            CALL \(stream.schema).append(\(name), ARRAY['add'], ARRAY['{"by":1,"tag":"x2"}'], ARRAY[''], 'a-writer', 8, NULL, NULL)
+            CALL \(stream.schema).append(\(name), ARRAY['add'], ARRAY['{"by":1,"tag":"x2"}'], ARRAY[''], 'a-writer', 8, NULL)
             """)
         #expect(single == [["3"]])
         let rows = try await TestServer.sql(

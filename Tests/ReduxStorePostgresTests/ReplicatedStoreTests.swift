@@ -65,6 +65,35 @@ struct ReplicatedStoreTests {
         #expect(try await replayed(stream).tally == writer.store.currentState())
     }
 
+    @Test("a follower is woken by the writer's notification, long before its poll")
+    func notified() async throws {
+        let stream = try TestServer.stream("notified")
+        var options = ReplicationOptions()
+        options.pollInterval = 600
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        let follower = try await ReplicatedStore.follow(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        // The follower's listener connects in the background: wait for it to hear a first commit.
+        var version: UInt64 = 0
+        let deadline = ContinuousClock.now + .seconds(20)
+        while follower.store.version == 0, ContinuousClock.now < deadline {
+            version = try await writer.dispatch(Add(by: 1, tag: "t\(version)"))
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(follower.store.version > 0, "no notification woke the follower")
+        for index in 0..<20 {
+            let committed = try await writer.dispatch(Add(by: 1, tag: "n\(index)"))
+            let started = ContinuousClock.now
+            while follower.store.version < committed, started.duration(to: .now) < .seconds(5) {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(follower.store.version >= committed, "version \(committed) not heard within 5 s")
+        }
+        await writer.close()
+        await follower.close()
+    }
+
     @Test("concurrent dispatches of one process share commits, each acknowledged with its own version")
     func groupCommit() async throws {
         let stream = try TestServer.stream("group-commit")

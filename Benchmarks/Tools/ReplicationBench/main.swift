@@ -133,8 +133,9 @@ func pgbench(_ url: String, clients: Int, transactions: Int) throws -> Double {
 }
 
 /// The library's own append, as a pgbench custom script: `CALL append(…)` with `rows` actions a
-/// call (each call a writer name of its own), notifying the stream's channel as a writer does,
-/// on a stream the library made. Calls a second.
+/// call (each call a writer name of its own), on a stream the library made. Calls a second.
+/// (A writer also wakes the followers with a `NOTIFY` of its own, coalesced, on another
+/// connection: the writers' figures include it, this one does not.)
 func pgbenchAppend(_ url: String, clients: Int, transactions: Int, rows: Int) async throws -> Double {
     let name = "pgbench-\(getpid())-\(rows)"
     let replica = try await ReplicatedStore.open(
@@ -144,17 +145,9 @@ func pgbenchAppend(_ url: String, clients: Int, transactions: Int, rows: Int) as
         \\set w random(1, 1000000000000000)
         CALL bench.append('\(name)', array_fill('counter.add'::text, ARRAY[\(rows)]), \
         array_fill('{"amount":1}'::text, ARRAY[\(rows)]), array_fill('main.swift:1'::text, ARRAY[\(rows)]), \
-        :w::text, 1, '\(channel(schema: "bench", stream: name))', NULL);
+        :w::text, 1, NULL);
 
         """)
-}
-
-/// The channel the library notifies for a stream (its FNV-1a name, as `StreamSchema` makes it).
-func channel(schema: String, stream: String) -> String {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in (schema + "\u{0}" + stream).utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-    let hex = String(hash, radix: 16)
-    return "reduxstore_" + String(repeating: "0", count: 16 - hex.count) + hex
 }
 
 /// A pgbench custom script with `clients` clients, `transactions` each: transactions a second.
