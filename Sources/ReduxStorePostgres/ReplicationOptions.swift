@@ -20,14 +20,15 @@ public struct ReplicationOptions: Sendable {
     /// process needs is lost; a follower further behind than the oldest kept snapshot stops with
     /// ``ReplicationError/Kind/trimmed``. Default false: the stream keeps every action.
     public var trimsActions: Bool = false
-    /// Whether a commit sends PostgreSQL's `NOTIFY` to wake other processes at once. Without
-    /// it (or when a notification is missed) they find new actions by polling. Default true.
+    /// Whether a writer wakes the other processes at once with PostgreSQL's `NOTIFY` after its
+    /// commits (apart from the append, coalesced), and a replica listens for it. Without it (or
+    /// when a notification is missed) they find new actions by polling. Default true.
     public var notifies: Bool = true
     /// How often a process looks for new actions when no notification came, in seconds: the
     /// longest a missed notification delays a follower. Default 0.1.
     public var pollInterval: Double = 0.1
     /// How many actions one commit writes at most (group commit: concurrent dispatches of one
-    /// process share one `INSERT`). Default 1,000.
+    /// process share one append). Default 1,000.
     public var maximumBatch: Int = 1_000
     /// How many actions one read of the stream's tail fetches. Default 10,000.
     public var readBatch: Int = 10_000
