@@ -12,14 +12,21 @@ public import ReduxStore
 /// await counter.close()
 /// ```
 ///
-/// **Order.** PostgreSQL decides it: a commit appends its actions in one statement that takes the
-/// stream row's lock, so concurrent writers take turns for the length of one statement and the
-/// versions have no gap. A process applies every action of the stream in version order, its own
-/// included, so every process's state at a version is the same (for deterministic reducers).
+/// **Order.** PostgreSQL decides it: every append is one call of the library's procedure, which
+/// takes the stream row's lock on the server and commits before it answers, so concurrent writers
+/// take turns for the length of one commit and the versions have no gap. A process applies every
+/// action of the stream in version order, its own included, so every process's state at a version
+/// is the same (for deterministic reducers).
 ///
-/// **Group commit.** Concurrent dispatches of one process share one statement, up to
+/// **Answers.** ``dispatch(_:file:line:)`` returns a version only after the server confirmed the
+/// commit, and an action is stored once: each carries this process's name and a sequence number,
+/// unique in the stream, so a request repeated or delivered late stores nothing new and answers
+/// the version stored the first time. An error means not stored, or says that the outcome is
+/// unknown.
+///
+/// **Group commit.** Concurrent dispatches of one process share one append, up to
 /// ``ReplicationOptions/maximumBatch`` actions: while one commit is in flight, the next ones
-/// gather.
+/// gather. Each action is judged alone: one the server refuses fails only its own dispatch.
 ///
 /// **The local store.** ``store`` is an ordinary `Store`: read it, observe it, journal it,
 /// follow its change feed; replicated actions reach observers, key-path observers, the change
@@ -29,12 +36,13 @@ public import ReduxStore
 /// observers) traps with a message saying so, since it would give the replica a version the
 /// stream does not have; `Store.restore(version:)` throws.
 ///
-/// **Faults.** A lost connection (a server restart, a killed session) is made anew and the
-/// commit tried again for up to ``ReplicationOptions/reconnectTimeout`` seconds; an action whose
-/// commit answer was lost is looked for, under the stream's lock, before it is written again, so
-/// none is lost and none is written twice. A stored action that does not decode into the
-/// program's types, or a state that differs from the snapshot stored at its version, stops the
-/// replica with a ``ReplicationError`` naming the stream and version: it never skips.
+/// **Faults.** What can heal (a lost connection, a full connection table, a server restarting, a
+/// lock or statement timeout) is retried with back-off for up to
+/// ``ReplicationOptions/reconnectTimeout`` seconds; after a lost answer the same append is simply
+/// made again. What cannot heal — a stored action that does not decode into the program's types,
+/// a state that differs from the snapshot stored at its version, trimmed versions, a refused
+/// password, tables of a newer library — stops the replica with a ``ReplicationError`` naming the
+/// stream and version: it never skips.
 public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     /// The local replica: read, observe, journal. Do not dispatch to it (see above).
     public let store: Store<State>
