@@ -20,7 +20,7 @@ package enum ConnectionBounds {
     /// a connection that sent nothing is closed, one that sent part of a head is answered 408.
     package static let requestHead = TimeAmount.seconds(10)
     /// A connection with no request in progress is closed this long after its last answer
-    /// (Hummingbird's idle timeout), and a request whose head arrived must go on arriving.
+    /// (Hummingbird's idle timeout): the next request's head must have arrived by then.
     package static let keepAliveIdle = TimeAmount.seconds(15)
     /// A connection whose answer or changes have not moved for this long (the client reads
     /// nothing: the socket's buffers are full) is closed, WebSocket pages included.

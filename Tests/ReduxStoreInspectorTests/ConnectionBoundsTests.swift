@@ -368,6 +368,34 @@ extension InspectorTests {
             await inspector.stop()
         }
 
+        @Test("a page that stops reading while the store changes is closed once its sending has stalled for the bound")
+        func stalledPageIsShed() async throws {
+            let store = Store(reducers: [bump], state: Count())
+            let inspector = try await StoreInspector(store)
+            let stall = Double(ConnectionBounds.stalledSend.nanoseconds) / 1e9
+            let reading = try RawSocket(inspector.port)
+            reading.send(upgradeRequest(inspector))
+            let readingHead = try await onThread { reading.readHead(within: 5) }
+            #expect(readingHead.head.hasPrefix("HTTP/1.1 101"))
+            let deaf = try RawSocket(inspector.port, receiveBuffer: 4_096)
+            deaf.send(upgradeRequest(inspector))
+            #expect(try await onThread { deaf.readHead(within: 5).head }.hasPrefix("HTTP/1.1 101"))
+            let padding = String(repeating: "x", count: 400)
+            for index in 0..<20_000 { store.dispatchAction(Bump(text: "\(index) \(padding)")) }
+            let stalled = Date()
+            // The reading page takes everything and stays; the deaf one is closed.
+            let read = Task { try await onThread { reading.readUntilClosed(within: stall + 8) } }
+            #expect(await eventually(within: stall + 6) { inspector.openConnections == 1 })
+            let after = Date().timeIntervalSince(stalled)
+            #expect(after >= stall - 1 && after <= stall + 6, "closed after \(after) s")
+            await inspector.stop()
+            let heard = try await read.value
+            #expect(closeFrame(in: readingHead.rest + heard.bytes)?.code == 1001)
+            #expect(try await onThread { deaf.readUntilClosed(within: 10) }.closed)
+            reading.close()
+            deaf.close()
+        }
+
         @Test("under a lowered descriptor limit, a flood of half-open connections never keeps the page from being served")
         func floodUnderLowDescriptorLimit() async throws {
             var saved = rlimit()
