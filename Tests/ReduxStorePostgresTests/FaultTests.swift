@@ -225,20 +225,7 @@ struct FaultTests {
         _ = try await slowed.value
         let acknowledged = Recorder<String>()
         acknowledged.append("slowed")
-        let load = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in 0..<8 {
-                    group.addTask {
-                        for index in 0..<150 {
-                            let tag = "c\(lane)-\(index)"
-                            try await writer.dispatch(Add(by: 1, tag: tag))
-                            acknowledged.append(tag)
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
+        let load = dispatchLoad(writer, lanes: 8, count: 150, prefix: "c", into: acknowledged)
         var cuts = 0
         for _ in 0..<6 {
             try await Task.sleep(for: .milliseconds(150))

@@ -285,20 +285,7 @@ struct ReplicatedStoreTests {
         let writer = try await ReplicatedStore.open(
             stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
         let acknowledged = Recorder<String>()
-        let load = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in 0..<8 {
-                    group.addTask {
-                        for index in 0..<1000 {
-                            let tag = "k\(lane)-\(index)"
-                            try await writer.dispatch(Add(by: 1, tag: tag))
-                            acknowledged.append(tag)
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
+        let load = dispatchLoad(writer, lanes: 8, count: 1000, prefix: "k", into: acknowledged)
         var killed = 0
         for _ in 0..<5 {
             try await Task.sleep(for: .milliseconds(150))
@@ -330,20 +317,7 @@ struct ReplicatedStoreTests {
         let follower = try await ReplicatedStore.follow(
             stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
         let acknowledged = Recorder<String>()
-        let load = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in 0..<4 {
-                    group.addTask {
-                        for index in 0..<2000 {
-                            let tag = "r\(lane)-\(index)"
-                            try await writer.dispatch(Add(by: 1, tag: tag))
-                            acknowledged.append(tag)
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
+        let load = dispatchLoad(writer, lanes: 4, count: 2000, prefix: "r", into: acknowledged)
         try await Task.sleep(for: .milliseconds(300))
         let before = acknowledged.count
         let restart = try await run("bash", ["scripts/postgres", "restart", folder])

@@ -174,3 +174,24 @@ func acknowledged(_ output: String) -> [String] {
 }
 
 let replicaCheck = siblingExecutable("reduxstore-replica-check")
+
+/// `lanes` tasks dispatching `count` actions each to `writer`, tagged `"\(prefix)\(lane)-\(index)"`,
+/// each tag recorded in `acknowledged` once its dispatch returned.
+func dispatchLoad(
+    _ writer: ReplicatedStore<Tally>, lanes: Int, count: Int, prefix: String, into acknowledged: Recorder<String>
+) -> Task<Void, any Error> {
+    Task {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<lanes {
+                group.addTask {
+                    for index in 0..<count {
+                        let tag = "\(prefix)\(lane)-\(index)"
+                        try await writer.dispatch(Add(by: 1, tag: tag))
+                        acknowledged.append(tag)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+}
