@@ -197,6 +197,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         case webSocket
         /// A refusal was written; what arrives is dropped until the connection closes.
         case refusing
+        /// A page sent a frame that is not masked: its close frame (1002) was written, nothing
+        /// more is sent, and what arrives is dropped until the connection closes.
+        case failedWebSocket
     }
 
     private var phase = Phase.awaitingRequest
@@ -212,6 +215,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var requestLineEnded = false
     private var lineIsEmpty = true
     private var requestLineLength = 0
+    /// The client's WebSocket frames, followed from the first request head's end (the frames a
+    /// client sends right behind its upgrade request included), while the upgrade is decided
+    /// and after it.
+    private var frames = ClientFrameScanner()
+    /// A frame that is not masked came while the upgrade was being decided: the connection is
+    /// failed as soon as it becomes a WebSocket.
+    private var unmaskedBeforeUpgrade = false
 
     init(onStart: @escaping @Sendable () -> Void) {
         self.onStart = onStart
@@ -239,23 +249,39 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch phase {
-        case .refusing:
+        case .refusing, .failedWebSocket:
             return
-        case .webSocket, .deciding:
+        case .webSocket:
+            if frames.findsUnmaskedFrame(in: unwrapInboundIn(data).readableBytesView) {
+                // RFC 6455, 5.1: a server closes the connection on a client frame that is not
+                // masked. Neither it nor what follows reaches the page's session.
+                failWebSocket()
+                return
+            }
+            context.fireChannelRead(data)
+        case .deciding:
+            if frames.findsUnmaskedFrame(in: unwrapInboundIn(data).readableBytesView) { unmaskedBeforeUpgrade = true }
             context.fireChannelRead(data)
         case .awaitingRequest, .http:
             let buffer = unwrapInboundIn(data)
             if buffer.readableBytes > 0 { receivedAny = true }
-            if scan(buffer) {
-                context.fireChannelRead(data)
-            } else {
+            let wasAwaiting = phase == .awaitingRequest
+            let (fits, headEnd) = scan(buffer)
+            guard fits else {
                 refuse(.uriTooLong, reason: "the request line is longer than \(ConnectionBounds.maximumRequestLine) bytes")
+                return
             }
+            if wasAwaiting, phase == .deciding, let headEnd,
+                frames.findsUnmaskedFrame(in: buffer.readableBytesView[(buffer.readerIndex + headEnd)...])
+            {
+                unmaskedBeforeUpgrade = true
+            }
+            context.fireChannelRead(data)
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        guard phase != .refusing else {
+        guard phase != .refusing, phase != .failedWebSocket else {
             // Drained until the client closes or the linger ends.
             context.read()
             return
@@ -279,7 +305,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
             switch phase {
-            case .awaitingRequest, .refusing:
+            case .awaitingRequest, .refusing, .failedWebSocket:
                 // The server stops: a request whose head has not arrived is not waited for.
                 context.close(promise: nil)
                 return
@@ -288,7 +314,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 break
             }
         }
-        if phase == .refusing, let event = event as? ChannelEvent, event == .inputClosed {
+        if phase == .refusing || phase == .failedWebSocket, let event = event as? ChannelEvent, event == .inputClosed {
             context.close(promise: nil)
             return
         }
@@ -296,6 +322,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if phase == .failedWebSocket {
+            // After the close frame nothing more is sent.
+            promise?.fail(ChannelError.outputClosed)
+            return
+        }
         if phase == .awaitingRequest || phase == .deciding, case .byteBuffer(let bytes) = unwrapOutboundIn(data) {
             // The first answer starts: from now on the connection is Hummingbird's, with its idle
             // timeout, or a WebSocket page's (101).
@@ -303,8 +334,28 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             headDeadline = nil
             phase = bytes.readableBytesView.starts(with: "HTTP/1.1 101".utf8) ? .webSocket : .http
             onStart()
+            if phase == .webSocket, unmaskedBeforeUpgrade {
+                // The 101, then at once the close frame: nothing the page's session writes
+                // follows it.
+                context.write(data, promise: promise)
+                failWebSocket()
+                return
+            }
         }
         context.write(data, promise: promise)
+    }
+
+    /// Fails a WebSocket whose client sent a frame that is not masked (RFC 6455, 5.1): a close
+    /// frame with 1002 (protocol error) as the connection's last bytes, its sending side closed
+    /// at once, the connection after ``ConnectionBounds/linger`` (or when the client closes).
+    private func failWebSocket() {
+        guard let context, phase != .failedWebSocket else { return }
+        phase = .failedWebSocket
+        let reason = Array("a client's frames must be masked".utf8)
+        var frame = ByteBuffer(bytes: [0x88, UInt8(2 + reason.count), 0x03, 0xEA])  // FIN, close; 1002
+        frame.writeBytes(reason)
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(frame)), promise: nil)
+        endSending(context)
     }
 
     /// Answers `status` with `reason` as the connection's last bytes, closes its sending side at
@@ -320,6 +371,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: text/plain; charset=utf-8\r\n"
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer(string: head + body))), promise: nil)
+        endSending(context)
+    }
+
+    /// Closes the connection's sending side, drops what the client still sends, and closes the
+    /// connection after ``ConnectionBounds/linger`` (or when the client closes).
+    private func endSending(_ context: ChannelHandlerContext) {
         context.close(mode: .output, promise: nil)
         let channel = context.channel
         lingerDeadline = context.eventLoop.scheduleTask(in: ConnectionBounds.linger) { channel.close(promise: nil) }
@@ -351,19 +408,24 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         lingerDeadline = nil
     }
 
-    /// Follows the request lines in `buffer`; false when a request line is too long. A head ends
-    /// at an empty line after its first; empty lines before a request line are skipped (as
+    /// Follows the request lines in `buffer`: whether each request line fits, and the offset in
+    /// `buffer` just past the first request head's end when it ends in `buffer`. A head
+    /// ends at an empty line after its first; empty lines before a request line are skipped (as
     /// SwiftNIO's decoder skips them).
-    private func scan(_ buffer: ByteBuffer) -> Bool {
-        for byte in buffer.readableBytesView {
+    private func scan(_ buffer: ByteBuffer) -> (fits: Bool, headEnd: Int?) {
+        var headEnd: Int?
+        for (offset, byte) in buffer.readableBytesView.enumerated() {
             if byte == UInt8(ascii: "\n") {
                 if !lineIsEmpty {
                     requestLineEnded = true
                 } else if requestLineEnded {
-                    // The head's end: the next bytes are a body or the next request.
+                    // The head's end: the next bytes are a body, the next request, or frames.
                     requestLineEnded = false
                     requestLineLength = 0
-                    if phase == .awaitingRequest { phase = .deciding }
+                    if phase == .awaitingRequest {
+                        phase = .deciding
+                        headEnd = offset + 1
+                    }
                 }
                 lineIsEmpty = true
             } else if byte != UInt8(ascii: "\r") {
@@ -371,10 +433,52 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
             if !requestLineEnded {
                 requestLineLength += 1
-                if requestLineLength > ConnectionBounds.maximumRequestLine { return false }
+                if requestLineLength > ConnectionBounds.maximumRequestLine { return (false, headEnd) }
             }
         }
-        return true
+        return (true, headEnd)
+    }
+}
+
+/// Follows a client's WebSocket frames on its bytes (RFC 6455, 5.2), looking at each frame's
+/// header only, to find one whose mask bit is not set.
+struct ClientFrameScanner {
+    /// The current frame's header bytes so far (at most 14).
+    private var header: [UInt8] = []
+    /// Payload bytes of the current frame still to come.
+    private var payloadLeft: UInt64 = 0
+    /// Once a frame that is not masked was found: nothing more is looked at.
+    private(set) var foundUnmasked = false
+
+    /// Follows `bytes`; true when a frame that is not masked begins in them (or did before).
+    mutating func findsUnmaskedFrame(in bytes: ByteBufferView) -> Bool {
+        guard !foundUnmasked else { return true }
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if payloadLeft > 0 {
+                let skip = Int(min(payloadLeft, UInt64(bytes.endIndex - index)))
+                index += skip
+                payloadLeft -= UInt64(skip)
+                continue
+            }
+            header.append(bytes[index])
+            index += 1
+            guard header.count >= 2 else { continue }
+            if header.count == 2, header[1] & 0x80 == 0 {
+                foundUnmasked = true
+                return true
+            }
+            let length7 = header[1] & 0x7F
+            let needed = 2 + (length7 == 126 ? 2 : length7 == 127 ? 8 : 0) + 4
+            guard header.count == needed else { continue }
+            switch length7 {
+            case 126: payloadLeft = UInt64(header[2]) << 8 | UInt64(header[3])
+            case 127: payloadLeft = header[2..<10].reduce(0) { $0 << 8 | UInt64($1) }
+            default: payloadLeft = UInt64(length7)
+            }
+            header.removeAll(keepingCapacity: true)
+        }
+        return false
     }
 }
 

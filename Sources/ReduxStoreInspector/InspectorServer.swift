@@ -47,9 +47,11 @@ final class InspectorServer: Sendable {
         logger.logLevel = .critical
 
         let router = Router()
-        router.get("/") { request, _ -> Response in
-            try gate.check(request, webSocket: false)
-            return Response(
+        // First, for every request, whatever its path or method: the checks in the documented
+        // order (Host, token, and for `/ws` Origin), then the route, or 404.
+        router.add(middleware: RequestCheck(gate: gate))
+        router.get("/") { _, _ -> Response in
+            Response(
                 status: .ok,
                 headers: [
                     .contentType: "text/html; charset=utf-8",
@@ -62,10 +64,8 @@ final class InspectorServer: Sendable {
                 ],
                 body: .init(byteBuffer: ByteBuffer(bytes: InspectorPage.html)))
         }
-        // Reached when the upgrade was refused (the same checks give the reason) or the request
-        // asked for no upgrade.
-        router.get("/ws") { request, _ -> Response in
-            try gate.check(request, webSocket: true)
+        // Reached when the request asked for no upgrade (the checks passed).
+        router.get("/ws") { _, _ -> Response in
             if inspected.clientCount >= options.maximumClients {
                 throw HTTPError(.tooManyRequests, message: "at most \(options.maximumClients) pages at once")
             }
@@ -76,11 +76,13 @@ final class InspectorServer: Sendable {
         let connections = ConnectionRegistry(limit: ConnectionBounds.maximumConnections())
         let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) throws
             -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { head, channel, _ in
-                // Runs on the connection's event loop, before the upgrade.
+                // Runs on the connection's event loop, before the upgrade. An upgrade request for
+                // any path is checked as every request is (Host, token, Origin), then its path.
                 let path = head.path ?? ""
-                guard path == "/ws" || path.hasPrefix("/ws?") else { return .dontUpgrade }
+                let webSocket = path == "/ws" || path.hasPrefix("/ws?")
                 do {
-                    try gate.check(path: path, authority: head.authority, headers: head.headerFields, webSocket: true)
+                    try gate.check(path: path, authority: head.authority, headers: head.headerFields, webSocket: webSocket)
+                    guard webSocket else { throw HTTPError(.notFound, message: "no such page") }
                     guard inspected.clientCount < options.maximumClients else {
                         throw HTTPError(.tooManyRequests, message: "at most \(options.maximumClients) pages at once")
                     }
@@ -88,9 +90,10 @@ final class InspectorServer: Sendable {
                     RefusedUpgrade.respond(on: channel, status: error.status, message: error.body ?? "")
                     return .dontUpgrade
                 }
+                sessions.upgrading(channel)
                 return .upgrade([:]) { inbound, outbound, _ in
                     let session = InspectorSession(inspected: inspected, outbound: outbound)
-                    await sessions.run(session, inbound: inbound)
+                    try await sessions.run(session, on: channel, inbound: inbound)
                 }
             }
         // The bounds of ConnectionBounds, in Hummingbird's and SwiftNIO's own settings where they
@@ -103,7 +106,12 @@ final class InspectorServer: Sendable {
                     maxHeaderFieldSize: ConnectionBounds.maximumHeaderField,
                     maxHeaderListSize: ConnectionBounds.maximumHeaderList,
                     maxHeaderFieldCount: ConnectionBounds.maximumHeaderCount)),
-            ws: .init(maxFrameSize: InspectorSession.maximumMessageSize, closeTimeout: ConnectionBounds.webSocketClose))
+            // maxFrameSize: the longest frame taken, and the size the writer cuts a longer message
+            // into (fragments); validateUTF8: a text message that is not UTF-8 is closed with 1007
+            // rather than read with U+FFFD in place of its bad bytes.
+            ws: .init(
+                maxFrameSize: InspectorSession.maximumMessageSize, closeTimeout: ConnectionBounds.webSocketClose,
+                validateUTF8: true))
         let server = HTTPServerBuilder { responder in
             GuardedChannel(
                 base: HTTP1WebSocketUpgradeChannel(
@@ -237,6 +245,11 @@ final class RequestGate: Sendable {
 
     func check(path: String, authority: String?, headers: HTTPFields, webSocket: Bool) throws {
         let allowed = address.withLock { $0 }
+        // One Host header (RFC 9112, 3.2): the first is the request's authority, the others stay
+        // among its fields. Two are refused before anything else is looked at.
+        if headers.contains(where: { $0.name.canonicalName == "host" }) {
+            throw HTTPError(.badRequest, message: "a request names one Host, not several")
+        }
         // Host first: a request for another name (DNS rebinding) learns nothing, not even
         // whether its token was right.
         guard let host = authority, let allowed, allowed.allows(host) else {
@@ -265,29 +278,80 @@ final class RequestGate: Sendable {
     }
 }
 
-/// The pages connected, so that a stop closes them.
-final class SessionRegistry: Sendable {
-    private let sessions = Mutex<[ObjectIdentifier: InspectorSession]>([:])
+/// Every request's checks (``RequestGate``), before its route is looked for: a request for an
+/// unknown path learns nothing before its `Host` and token are checked.
+struct RequestCheck: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let gate: RequestGate
 
-    func run(_ session: InspectorSession, inbound: WebSocketInboundStream) async {
-        sessions.withLock { $0[ObjectIdentifier(session)] = session }
-        await session.run(inbound: inbound)
-        _ = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) }
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let path = request.uri.path
+        try gate.check(request, webSocket: path == "/ws")
+        return try await next(request, context)
+    }
+}
+
+/// The pages connected, and those being upgraded, so that a stop closes every one with 1001: a
+/// page whose upgrade was answered but whose session has not started yet is closed as its session
+/// starts, before the server's shutdown would close it with 1000.
+final class SessionRegistry: Sendable {
+    private struct State {
+        var sessions: [ObjectIdentifier: InspectorSession] = [:]
+        /// Connections answered 101 (or about to be) whose session has not started.
+        var upgrading: Set<ObjectIdentifier> = []
+        var closing = false
+    }
+    private let state = Mutex(State())
+
+    /// `channel` is to become a page: counted until its session starts or it closes.
+    func upgrading(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        state.withLock { _ = $0.upgrading.insert(id) }
+        channel.closeFuture.whenComplete { _ in
+            _ = self.state.withLock { $0.upgrading.remove(id) }
+        }
     }
 
-    /// Sends each page its close frame, all at once, and waits for them for at most `limit` (a
-    /// page that reads nothing takes none; its connection is closed after).
-    func closeAll(within limit: Duration) async {
-        let open = sessions.withLock { Array($0.values) }
-        guard !open.isEmpty else { return }
-        let closed = Completion()
-        Task {
-            await withTaskGroup(of: Void.self) { group in
-                for session in open { group.addTask { await session.close() } }
-            }
-            closed.signal()
+    func run(_ session: InspectorSession, on channel: any Channel, inbound: WebSocketInboundStream) async throws {
+        let closing = state.withLock { state -> Bool in
+            state.upgrading.remove(ObjectIdentifier(channel))
+            if !state.closing { state.sessions[ObjectIdentifier(session)] = session }
+            return state.closing
         }
-        _ = await closed.wait(for: limit)
+        if closing {
+            // The inspector is stopping: the page hears why at once.
+            await session.close()
+            return
+        }
+        defer { _ = state.withLock { $0.sessions.removeValue(forKey: ObjectIdentifier(session)) } }
+        try await session.run(inbound: inbound)
+    }
+
+    /// Sends each page its close frame, all at once, and those whose session starts meanwhile
+    /// theirs as they start; waits for them for at most `limit` (a page that reads nothing takes
+    /// none; its connection is closed after).
+    func closeAll(within limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        let open = state.withLock { state -> [InspectorSession] in
+            state.closing = true
+            return Array(state.sessions.values)
+        }
+        if !open.isEmpty {
+            let closed = Completion()
+            Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for session in open { group.addTask { await session.close() } }
+                }
+                closed.signal()
+            }
+            _ = await closed.wait(for: limit)
+        }
+        // The upgrades in progress: each session closes itself as it starts.
+        while state.withLock({ !$0.upgrading.isEmpty }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 }
 

@@ -96,7 +96,11 @@ final class InspectorSession: Sendable {
         queue = ClientQueue(capacity: inspected.options.clientBuffer)
     }
 
-    func run(inbound: WebSocketInboundStream) async {
+    /// Serves the page until it closes, the inspector stops, or its frames break the protocol:
+    /// then throws the WebSocket layer's error, which closes the connection with its code (1007
+    /// for a text message that is not UTF-8, 1009 for a message over the limit, 1002 for frames
+    /// that make no message).
+    func run(inbound: WebSocketInboundStream) async throws {
         guard let (backlog, version, state) = inspected.connect(queue) else {
             try? await outbound.close(.policyViolation, reason: "too many pages are connected")
             return
@@ -110,29 +114,42 @@ final class InspectorSession: Sendable {
         } catch {
             return
         }
-        await withTaskGroup(of: Void.self) { group in
+        let failure = await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask {
                 if let state {
                     await self.sendLoggedChanges(after: version, state: state)
                 } else {
                     await self.sendChanges(after: version)
                 }
+                return nil
             }
-            group.addTask { await self.answer(inbound) }
-            await group.next()
+            group.addTask {
+                do {
+                    try await self.answer(inbound)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            let first = await group.next() ?? nil
             group.cancelAll()
             queue.finish()
+            return first
         }
+        if let failure { throw failure }
     }
 
-    /// Ends the session: the page's connection is closed.
+    /// Ends the session: the page is sent its close frame (1001) before its sender is stopped, so
+    /// that the session's end cannot close the connection first with 1000.
     func close() async {
-        queue.finish()
         try? await outbound.close(.goingAway, reason: "the inspector stopped")
+        queue.finish()
     }
 
+    /// Sends `message` as one text message: several frames (fragments) when it is longer than
+    /// ``maximumMessageSize`` (the WebSocket writer's frame size).
     private func send(_ message: JSONValue) async throws {
-        try await outbound.write(.text(message.description))
+        try await outbound.writeTextMessage(message.description)
     }
 
     // MARK: Changes
@@ -235,9 +252,9 @@ final class InspectorSession: Sendable {
     private func sendChanges(_ texts: [String]) async throws {
         guard !texts.isEmpty else { return }
         if texts.count == 1 {
-            try await outbound.write(.text(texts[0]))
+            try await outbound.writeTextMessage(texts[0])
         } else {
-            try await outbound.write(.text(#"{"type":"changes","changes":["# + texts.joined(separator: ",") + "]}"))
+            try await outbound.writeTextMessage(#"{"type":"changes","changes":["# + texts.joined(separator: ",") + "]}")
         }
     }
 
@@ -320,18 +337,24 @@ final class InspectorSession: Sendable {
 
     // MARK: Requests
 
-    private func answer(_ inbound: WebSocketInboundStream) async {
-        do {
-            for try await message in inbound.messages(maxSize: Self.maximumMessageSize) {
-                guard case .text(let text) = message else {
-                    try await send(Self.error(nil, "messages are JSON text, not binary"))
-                    continue
-                }
-                try await send(reply(to: text))
+    /// Answers each request. A failure of the inbound stream (a text message that is not UTF-8, a
+    /// message over ``maximumMessageSize``, frames that make no message) is thrown: the WebSocket
+    /// layer closes the connection with its code, and the request is not answered. A failure to
+    /// send ends the session quietly (the connection is gone).
+    private func answer(_ inbound: WebSocketInboundStream) async throws {
+        var messages = inbound.messages(maxSize: Self.maximumMessageSize).makeAsyncIterator()
+        while let message = try await messages.next() {
+            let reply: JSONValue
+            if case .text(let text) = message {
+                reply = self.reply(to: text)
+            } else {
+                reply = Self.error(nil, "messages are JSON text, not binary")
             }
-        } catch {
-            // An oversized or malformed frame: say so, then the connection ends.
-            try? await send(Self.error(nil, "the connection failed: \(error)"))
+            do {
+                try await send(reply)
+            } catch {
+                return
+            }
         }
     }
 

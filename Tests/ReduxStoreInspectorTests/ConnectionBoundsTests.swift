@@ -17,16 +17,16 @@ private let bump: Reducer<Count> = { state, action in
 }
 
 /// Runs `body` on a thread of its own.
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 
-private struct SocketFailure: Error { let what: String }
+struct SocketFailure: Error { let what: String }
 
 /// A client's socket to 127.0.0.1:`port`, blocking, closed by `close()` only.
-private final class RawSocket: @unchecked Sendable {
+final class RawSocket: @unchecked Sendable {
     // @unchecked: `fd` is set once; each socket is used by one thread at a time.
     let fd: Int32
 
@@ -102,19 +102,19 @@ private final class RawSocket: @unchecked Sendable {
     }
 }
 
-private func status(of answer: [UInt8]) -> Int {
+func status(of answer: [UInt8]) -> Int {
     let text = String(decoding: answer.prefix(64), as: UTF8.self)
     return Int(text.split(separator: " ").dropFirst().first ?? "") ?? -1
 }
 
 /// A WebSocket client's opening request for the inspector's page.
-private func upgradeRequest(_ inspector: StoreInspector) -> String {
+func upgradeRequest(_ inspector: StoreInspector) -> String {
     "GET /ws?token=\(inspector.token) HTTP/1.1\r\nHost: 127.0.0.1:\(inspector.port)\r\nUpgrade: websocket\r\n"
         + "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 }
 
 /// The close frame (code and reason) among the server's frames in `bytes`, if any.
-private func closeFrame(in bytes: [UInt8]) -> (code: Int, reason: String)? {
+func closeFrame(in bytes: [UInt8]) -> (code: Int, reason: String)? {
     var index = 0
     while index + 2 <= bytes.count {
         let opcode = bytes[index] & 0x0F
@@ -145,7 +145,7 @@ private func entries(_ path: String) -> Int {
 }
 
 /// Waits up to `seconds` for `condition`.
-private func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
+func eventually(within seconds: Double, _ condition: () -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if condition() { return true }
