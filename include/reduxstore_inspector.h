@@ -22,7 +22,8 @@
  *
  * Safety: every request to the page and its WebSocket carries the random 128-bit token in the
  * address (compared in constant time; without it or with a wrong one: 401); a WebSocket from a
- * page of another origin, or a request naming another host (DNS rebinding), is refused (403); at
+ * page of another origin, or a request naming another host (DNS rebinding), is refused (403), and
+ * a request with two Host headers (400), before its token or its path is looked at; at
  * most maximum_clients pages at once; a slow page is told it missed changes and never slows a
  * dispatch. The page loads nothing from any other address. The protocol between the page and the
  * program is described in the DocC article "The inspector's protocol" of ReduxStoreInspector.
@@ -66,8 +67,9 @@ typedef struct rdx_inspector_options {
     unsigned maximum_clients;  /* the most pages connected at once; 0: 8 */
     const char *const *dispatch_identifiers;
                                /* with allows_dispatch: the identifiers the page may dispatch, a
-                                  NULL-terminated array (copied); NULL: any identifier (a payload
-                                  must then be JSON the reducers accept) */
+                                  NULL-terminated array (copied); an empty array (its first
+                                  element NULL): none; NULL: any identifier (a payload must then
+                                  be JSON the reducers accept) */
 } rdx_inspector_options;
 
 /*

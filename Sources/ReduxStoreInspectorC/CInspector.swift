@@ -96,10 +96,11 @@ private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws ->
 }
 
 extension InspectorOptions {
-    /// C's options (zeros: the defaults), and the identifiers the page may dispatch.
-    static func from(_ c: rdx_inspector_options?) throws(StoreError) -> (InspectorOptions, [String]) {
+    /// C's options (zeros: the defaults), and the identifiers the page may dispatch: nil for
+    /// any (`dispatch_identifiers` NULL), none for an empty list.
+    static func from(_ c: rdx_inspector_options?) throws(StoreError) -> (InspectorOptions, [String]?) {
         var options = InspectorOptions()
-        guard let c else { return (options, []) }
+        guard let c else { return (options, nil) }
         if let host = c.host {
             options.host = String(cString: host)
             guard !options.host.isEmpty else { throw StoreError(.invalidArgument, "host is \"\": name an address, or NULL for 127.0.0.1") }
@@ -109,15 +110,11 @@ extension InspectorOptions {
         options.allowsRestore = c.allows_restore != 0
         options.allowsDispatch = c.allows_dispatch != 0
         if c.maximum_clients > 0 { options.maximumClients = Int(c.maximum_clients) }
+        guard var next = c.dispatch_identifiers else { return (options, nil) }
         var identifiers: [String] = []
-        if var next = c.dispatch_identifiers {
-            while let identifier = next.pointee {
-                identifiers.append(String(cString: identifier))
-                next += 1
-            }
-            guard !identifiers.isEmpty else {
-                throw StoreError(.invalidArgument, "dispatch_identifiers is empty: NULL allows any identifier, a list some")
-            }
+        while let identifier = next.pointee {
+            identifiers.append(String(cString: identifier))
+            next += 1
         }
         return (options, identifiers)
     }

@@ -14,11 +14,11 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     // @unchecked: `store` is a C store pointer, whose functions are thread-safe; the rest is
     // immutable.
     let store: OpaquePointer
-    /// The identifiers a page may dispatch; empty: any.
-    let identifiers: [String]
+    /// The identifiers a page may dispatch; nil: any; empty: none.
+    let identifiers: [String]?
 
     /// Holds a reference to `store` until ``detached()``.
-    init(store: OpaquePointer, identifiers: [String]) {
+    init(store: OpaquePointer, identifiers: [String]?) {
         self.store = store
         self.identifiers = identifiers
         _ = rdx_store_retain(store)
@@ -26,7 +26,7 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
 
     var name: String { "rdx_store" }
     var version: UInt64 { rdx_store_version(store) }
-    var dispatchableIdentifiers: [String]? { identifiers.isEmpty ? nil : identifiers }
+    var dispatchableIdentifiers: [String]? { identifiers }
 
     var keptVersions: [UInt64] {
         // The history may grow between the two calls: ask again until it fits.
@@ -95,7 +95,7 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     }
 
     func dispatch(identifier: String, payload: JSONValue?) throws(StoreError) -> UInt64 {
-        guard identifiers.isEmpty || identifiers.contains(identifier) else {
+        guard identifiers?.contains(identifier) ?? true else {
             throw StoreError(.invalidArgument, "\"\(identifier)\" is not an identifier this program lets the page dispatch")
         }
         let tree = try payload.map { (value) throws(StoreError) in try JSONCEncoder().encode(value) } ?? nil

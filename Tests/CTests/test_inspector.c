@@ -302,7 +302,6 @@ static void test_bad_options(void)
     rdx_store *store = util_counter_store();
     rdx_inspector_options options;
     rdx_status status = RDX_OK;
-    const char *none[] = {NULL};
     TEST("start: bad arguments are refused and change nothing");
     CHECK(rdx_inspector_start(NULL, NULL, &status) == NULL);
     CHECK_EQ_INT(status, RDX_EINVAL);
@@ -318,11 +317,6 @@ static void test_bad_options(void)
     memset(&options, 0, sizeof options);
     options.host = "";
     CHECK(rdx_inspector_start(store, &options, NULL) == NULL);
-
-    memset(&options, 0, sizeof options);
-    options.dispatch_identifiers = none;
-    CHECK(rdx_inspector_start(store, &options, &status) == NULL);
-    CHECK_EQ_INT(status, RDX_EINVAL);
 
     memset(&options, 0, sizeof options);
     options.host = "203.0.113.1"; /* not an address of this host */
@@ -575,11 +569,54 @@ static void test_allowed(void)
     rdx_store_release(store);
 }
 
+static void test_dispatch_none(void)
+{
+    rdx_store *store = util_counter_store();
+    rdx_inspector_options options;
+    rdx_inspector *inspector;
+    const char *none[] = {NULL};
+    rdx_status status = RDX_EINVAL;
+    address at;
+    char origin[64];
+    int fd, ws_status;
+    json_object *message;
+    TEST("an empty dispatch_identifiers list is accepted and lets the page dispatch nothing");
+
+    memset(&options, 0, sizeof options);
+    options.allows_dispatch = 1;
+    options.dispatch_identifiers = none;
+    inspector = rdx_inspector_start(store, &options, &status);
+    CHECK_EQ_INT(status, RDX_OK);
+    if (!CHECK(inspector != NULL)) {
+        rdx_store_release(store);
+        return;
+    }
+    CHECK(parse_url(rdx_inspector_url(inspector), &at));
+    snprintf(origin, sizeof origin, "http://127.0.0.1:%u", at.port);
+    fd = ws_open(at.port, at.token, origin, &ws_status);
+    CHECK_EQ_INT(ws_status, 101);
+    if (fd >= 0) {
+        message = ws_receive_type(fd, "hello");
+        CHECK(strcmp(string_of(message, "allowsDispatch"), "true") == 0);
+        CHECK(strcmp(string_of(message, "actions"), "[ ]") == 0 || strcmp(string_of(message, "actions"), "[]") == 0);
+        json_object_put(message);
+        CHECK(ws_send(fd, "{\"type\":\"dispatch\",\"id\":1,\"identifier\":\"inc\"}"));
+        message = ws_receive_type(fd, "error");
+        CHECK(strstr(string_of(message, "message"), "inc") != NULL);
+        json_object_put(message);
+        close(fd);
+    }
+    CHECK_EQ_INT(rdx_store_version(store), 0);
+    rdx_inspector_stop(inspector);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     test_history();
     test_bad_options();
     test_read_only();
     test_allowed();
+    test_dispatch_none();
     return check_report();
 }
