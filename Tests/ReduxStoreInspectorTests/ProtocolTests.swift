@@ -233,7 +233,29 @@ extension InspectorTests {
             await inspector.stop()
         }
 
-        @Test("at stop every page hears 1001 \"the inspector stopped\", never 1000", arguments: 0..<3)
+        @Test("frames that make no message are closed with 1002, a message over 1 MiB in fragments with 1009; neither is answered")
+        func brokenMessagesCloseWithTheirCodes() async throws {
+            let inspector = try await StoreInspector(Store(reducers: [], state: Blob(text: "x")))
+            let request = Array(#"{"type":"state","id":5,"pointer":"","depth":0}"#.utf8)
+            let half = [UInt8](repeating: UInt8(ascii: " "), count: 600_000)
+            for (name, bytes, code) in [
+                ("a continuation without a start", clientFrame(request, opcode: 0x0), 1002),
+                ("a new message inside a fragmented one", clientFrame(request, fin: false) + clientFrame(request), 1002),
+                ("two fragments of 600 KB", clientFrame(half, fin: false) + clientFrame(half, opcode: 0x0), 1009),
+            ] {
+                let (page, rest) = try await openPage(inspector)
+                page.send(bytes)
+                let heard = try await onThread { page.readUntilClosed(within: 5) }
+                page.close()
+                let all = rest + heard.bytes
+                #expect(heard.closed, "\(name): the connection stays open")
+                #expect(closeFrame(in: all)?.code == code, "\(name): \(String(describing: closeFrame(in: all)))")
+                #expect(!textMessages(frames(in: all)).contains { $0.contains(#""id":5"#) || $0.contains(#""type":"error""#) }, "\(name): answered")
+            }
+            await inspector.stop()
+        }
+
+        @Test("at stop every page hears 1001 \"the inspector stopped\", never 1000", arguments: 0..<5)
         func everyPageHears1001(round: Int) async throws {
             var options = InspectorOptions()
             options.maximumClients = 24
