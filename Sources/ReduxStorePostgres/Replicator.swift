@@ -202,7 +202,7 @@ package actor Replicator {
                     if let version = UInt64(notification.payload) {
                         self.learned(head: version)
                         // This process's own commit, applied already: nothing to read.
-                        if version <= self.target.version { continue }
+                        if self.hasApplied(version) { continue }
                     }
                     wake.yield()
                 }
@@ -217,6 +217,7 @@ package actor Replicator {
 
     /// Notes that the stream has reached `head`.
     private func learned(head: UInt64) {
+        guard !closed else { return }
         if head > knownHead { knownHead = head }
         if knownHead > target.version, behindSince == nil { behindSince = .now }
     }
@@ -236,6 +237,9 @@ package actor Replicator {
     @discardableResult
     package func catchUp(through goal: UInt64?) async throws(ReplicationError) -> UInt64 {
         try checkOpen()
+        // Counted, so that ``close()`` returns only once no read is left to touch the target.
+        reading += 1
+        defer { reading -= 1 }
         while true {
             let after = target.version
             if let goal, after >= goal { return after }
@@ -254,6 +258,8 @@ package actor Replicator {
                 }
                 return rows
             }
+            // The replica may have been closed while the rows came.
+            try checkOpen()
             if let last = rows.last { learned(head: last.version) }
             guard let first = rows.first else {
                 if let goal, target.version < goal {
@@ -278,7 +284,17 @@ package actor Replicator {
     }
 
     private func caughtUp() {
+        guard !closed else { return }
         if target.version >= knownHead { behindSince = nil }
+    }
+
+    /// How many ``catchUp(through:)`` calls are running (one inside another's commit included).
+    private var reading = 0
+
+    /// Whether this replica has applied `version` already (or is closed): a notification of it
+    /// needs no read.
+    private func hasApplied(_ version: UInt64) -> Bool {
+        closed || version <= target.version
     }
 
     /// Applies `rows` in order, skipping those applied already; resolves this process's own
@@ -734,6 +750,9 @@ package actor Replicator {
         await drop(.write)
         await drop(.read)
         try? await listening?.close()
+        // A read on its way resumes on this actor meanwhile and ends at its next check: once
+        // none is left, nothing touches the target (which the caller may free) again.
+        while reading > 0 { try? await Task.sleep(for: .milliseconds(5)) }
     }
 }
 
