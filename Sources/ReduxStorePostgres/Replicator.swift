@@ -565,9 +565,8 @@ package actor Replicator {
 
     /// Wakes the stream's other processes: `NOTIFY` on the listening connection, apart from the
     /// append and off the dispatch's path, and coalesced — while one notification is on its way,
-    /// and for ``announcementSpacing`` after it, the commits that follow are announced together
-    /// by the next. A notification lost (no listening connection, a failure) costs a follower at
-    /// most ``ReplicationOptions/pollInterval``.
+    /// the commits that follow are announced together by the next. A notification lost (no
+    /// listening connection, a failure) costs a follower at most ``ReplicationOptions/pollInterval``.
     private func announce(_ version: UInt64) {
         guard options.notifies else { return }
         if announcing {
@@ -578,18 +577,12 @@ package actor Replicator {
         Task { await self.sendAnnouncements(from: version) }
     }
 
-    /// The least time between two notifications of one writer: a lone writer committing every
-    /// fraction of a millisecond sends one for several commits, and a follower hears of a commit
-    /// at most this much later.
-    static let announcementSpacing = Duration.milliseconds(1)
-
     private func sendAnnouncements(from first: UInt64) async {
         var version = first
         while true {
             if let connection = listening, !closed {
                 _ = try? await connection.rows(schema.notify(channel, version: version), logger: logger)
             }
-            try? await Task.sleep(for: Self.announcementSpacing)
             guard let next = unannounced, !closed else { break }
             unannounced = nil
             version = next
