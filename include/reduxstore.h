@@ -212,6 +212,14 @@ RDX_API rdx_status rdx_store_flush(rdx_store *store);
  */
 RDX_API json_object *rdx_store_current_state(rdx_store *store);
 
+/*
+ * As rdx_store_current_state(), and the version that copy is at, read under the same lock: a
+ * version read by rdx_store_version() before or after rdx_store_current_state() may be another
+ * action's. On success *version is set; on failure (and for a NULL `version`: RDX_EINVAL's
+ * words) NULL is returned and *version is left as it was.
+ */
+RDX_API json_object *rdx_store_current_state_version(rdx_store *store, uint64_t *version);
+
 /* The number of actions applied: 0 for a new store. 0 for NULL. */
 RDX_API uint64_t rdx_store_version(rdx_store *store);
 

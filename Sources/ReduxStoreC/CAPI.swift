@@ -76,7 +76,24 @@ public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
 public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
     do {
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            try handle.core.currentState()
+            try handle.core.currentState().tree
+        }
+    } catch {
+        _ = error.record()
+        return nil
+    }
+}
+
+@c @implementation
+public func rdx_store_current_state_version(
+    _ store: OpaquePointer?, _ version: UnsafeMutablePointer<UInt64>?
+) -> OpaquePointer? {
+    do {
+        let version = try CInput.required(version, "version")
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let (tree, at) = try handle.core.currentState()
+            version.pointee = at
+            return tree
         }
     } catch {
         _ = error.record()

@@ -50,8 +50,8 @@ protocol CStoreCore: AnyObject, Sendable {
     func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
         -> (value: OpaquePointer?, found: Bool)
 
-    /// A NEW json-c tree of the state.
-    func currentState() throws(StoreError) -> OpaquePointer?
+    /// A NEW json-c tree of the state, and the version it is at.
+    func currentState() throws(StoreError) -> (tree: OpaquePointer?, version: UInt64)
 
     var version: UInt64 { get }
 
@@ -126,9 +126,9 @@ extension CStoreCore {
 
     /// The state encoded to a new json-c tree, under the store's lock (a json-c state is copied
     /// as a tree: ``JSONCEncoder`` passes trees straight through).
-    func currentState() throws(StoreError) -> OpaquePointer? {
-        try store.withLockedState { (state, _) throws(StoreError) in
-            try JSONCEncoder().encode(state)
+    func currentState() throws(StoreError) -> (tree: OpaquePointer?, version: UInt64) {
+        try store.withLockedState { (state, version) throws(StoreError) in
+            (try JSONCEncoder().encode(state), version)
         }
     }
 
