@@ -177,10 +177,6 @@ final class JournalAccess: StoreAccess {
         version = changes.last?.version ?? base?.version ?? 0
     }
 
-    func add(_ listener: InspectorListener) {}
-    func remove(_ listener: InspectorListener) {}
-    func whileNoActionIsApplied<T>(_ body: (_ add: (InspectorListener) -> Void) -> T) -> T { body { _ in } }
-
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue) {
         guard let first = keptVersions.first, let last = keptVersions.last else {
             throw StoreError(.invalidArgument, "no states: serve the journal with --state BASE (the state it starts from)")

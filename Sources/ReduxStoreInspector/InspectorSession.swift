@@ -5,27 +5,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// The changes a page has yet to be sent: filled under the store's lock by the fan-out listener
-/// (never blocking it), bounded: past ``InspectorOptions/clientBuffer`` the oldest are dropped, and
-/// the page is told of the gap.
-final class ClientQueue: Sendable {
-    let changes: AsyncStream<LoggedChange>
-    private let continuation: AsyncStream<LoggedChange>.Continuation
-
-    init(capacity: Int) {
-        (changes, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(capacity))
-    }
-
-    func put(_ change: LoggedChange) { continuation.yield(change) }
-    func finish() {
-        continuation.finish()
-        doorbell.close()
-    }
-
-    /// Rung by the store's log when a change follows a read that found none (a Swift store).
-    let doorbell = Doorbell()
-}
-
 /// A wake-up without polling: ``ring()`` (from under a store's lock: it only signals) ends one
 /// ``wait()``, or the next one if none is waiting; ``close()`` ends every wait from then on.
 final class Doorbell: Sendable {
@@ -88,12 +67,13 @@ final class InspectorSession: Sendable {
 
     private let inspected: InspectedStore
     private let outbound: WebSocketOutboundWriter
-    private let queue: ClientQueue
+    /// Rung by the store's log when a change follows a read that found none; closed when the
+    /// session ends.
+    private let doorbell = Doorbell()
 
     init(inspected: InspectedStore, outbound: WebSocketOutboundWriter) {
         self.inspected = inspected
         self.outbound = outbound
-        queue = ClientQueue(capacity: inspected.options.clientBuffer)
     }
 
     /// Serves the page until it closes, the inspector stops, or its frames break the protocol:
@@ -101,13 +81,13 @@ final class InspectorSession: Sendable {
     /// for a text message that is not UTF-8, 1009 for a message over the limit, 1002 for frames
     /// that make no message).
     func run(inbound: WebSocketInboundStream) async throws {
-        guard let (backlog, version, state) = inspected.connect(queue) else {
+        guard let (backlog, version, state) = inspected.connect() else {
             try? await outbound.close(.policyViolation, reason: "too many pages are connected")
             return
         }
         defer {
-            inspected.disconnect(queue)
-            queue.finish()
+            inspected.disconnect()
+            doorbell.close()
         }
         do {
             try await send(hello(backlog: backlog))
@@ -116,11 +96,7 @@ final class InspectorSession: Sendable {
         }
         let failure = await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask {
-                if let state {
-                    await self.sendLoggedChanges(after: version, state: state)
-                } else {
-                    await self.sendChanges(after: version)
-                }
+                await self.sendChanges(after: version, state: state)
                 return nil
             }
             group.addTask {
@@ -133,7 +109,7 @@ final class InspectorSession: Sendable {
             }
             let first = await group.next() ?? nil
             group.cancelAll()
-            queue.finish()
+            doorbell.close()
             return first
         }
         if let failure { throw failure }
@@ -143,7 +119,7 @@ final class InspectorSession: Sendable {
     /// that the session's end cannot close the connection first with 1000.
     func close() async {
         try? await outbound.close(.goingAway, reason: "the inspector stopped")
-        queue.finish()
+        doorbell.close()
     }
 
     /// Sends `message` as one text message: several frames (fragments) when it is longer than
@@ -154,40 +130,24 @@ final class InspectorSession: Sendable {
 
     // MARK: Changes
 
-    private func sendChanges(after version: UInt64) async {
-        var last = version
-        for await record in queue.changes {
-            if record.version <= last { continue }
-            do {
-                if record.version != last &+ 1 {
-                    try await send(["type": "gap", "from": .uint(last &+ 1), "to": .uint(record.version &- 1)])
-                }
-                try await send(Self.change(record, includingPatch: true))
-            } catch {
-                return
-            }
-            last = record.version
-        }
-    }
-
-    /// Sends what a store's own log holds after `version` (whose state is `state`), as the page
+    /// Sends what the store's log holds after `version` (whose state is `state`), as the page
     /// can take it: every change the log has, at most ``InspectorOptions/clientBuffer`` a read,
     /// in `change` messages or `changes` messages of several; the newest change of a read that
     /// reaches the store's version carries the patch from the state last sent (`patchFrom`: the
     /// version it starts from, when it covers more than that change); what the page missed
     /// (it fell behind by more than the log keeps) as a `gap`. A dispatch only appends to the
     /// log and, when the sender waits, rings.
-    private func sendLoggedChanges(after version: UInt64, state: Result<JSONValue, StoreError>) async {
+    private func sendChanges(after version: UInt64, state: Result<JSONValue, StoreError>) async {
         var last = version
         // The state last sent (the page's patches lead to it), and its version.
         var sentState = try? state.get()
         var sentVersion = version
-        let doorbell = queue.doorbell
+        let doorbell = self.doorbell
         let limit = inspected.options.clientBuffer
         while !doorbell.isClosed {
             guard let read = inspected.readLog(after: last, limit: limit, wake: { doorbell.ring() }) else { return }
             guard let newest = read.changes.last else {
-                await doorbell.wait()
+                if let time = read.retryAfter { try? await Task.sleep(for: time) } else { await doorbell.wait() }
                 continue
             }
             var changes = read.changes.map { Self.change($0, includingPatch: false) }
@@ -281,6 +241,7 @@ final class InspectorSession: Sendable {
     static func change(_ change: LoggedChange, includingPatch: Bool) -> JSONValue {
         switch change {
         case .record(let record): return Self.change(record, includingPatch: includingPatch)
+        case .heard(let heard): return Self.change(.plain(heard.plain), includingPatch: includingPatch)
         case .plain(let plain):
             return [
                 "type": "change",

@@ -26,9 +26,9 @@ public struct InspectorOptions: Sendable {
     /// inspector"); 0 records nothing while no page is connected (a page then sees the actions
     /// applied while it is open).
     public var keptActions = 10_000
-    /// How many changes a page's sender takes from the store at once (a Swift store), or may wait
-    /// for a slow page before it misses some (a C store; it is then told, and fetches the state
-    /// again): a page never slows a dispatch and never holds unbounded memory.
+    /// How many changes a page's sender takes from the store's log at once: a page never slows a
+    /// dispatch and never holds unbounded memory. A page that falls behind by more than the log
+    /// keeps is told of the gap.
     public var clientBuffer = 1_024
 
     public init() {}

@@ -42,11 +42,10 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     }
 
     func add(_ listener: InspectorListener) {
-        let context = Unmanaged.passRetained(listener)
-        let token = rdx_store_add_change_listener(store, listener.includingPatches, { _, change, context in
+        let context = Unmanaged.passRetained(HeardChangeCopier(listener))
+        let token = rdx_store_add_change_listener(store, false, { _, change, context in
             guard let change, let context else { return }
-            let listener = Unmanaged<InspectorListener>.fromOpaque(context).takeUnretainedValue()
-            listener.receive(.plain(PlainChange(change.pointee)))
+            Unmanaged<HeardChangeCopier>.fromOpaque(context).takeUnretainedValue().hear(change.pointee)
         }, context.toOpaque())
         guard token != 0 else {
             context.release()
@@ -59,7 +58,7 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     private struct Attachment: @unchecked Sendable {
         // @unchecked: the context is released once, by `remove`.
         let token: UInt64
-        let context: Unmanaged<InspectorListener>
+        let context: Unmanaged<HeardChangeCopier>
     }
 
     func remove(_ listener: InspectorListener) {
@@ -73,19 +72,12 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
         attached.context.release()
     }
 
-    /// The C interface has no "while no action is applied": a change applied between reading the
-    /// backlog and adding the listener reaches the page as a gap (it then fetches the state).
-    func whileNoActionIsApplied<T>(_ body: (_ add: (InspectorListener) -> Void) -> T) -> T {
-        body { add($0) }
-    }
-
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue) {
-        let version = version ?? rdx_store_version(store)
-        guard let tree = rdx_store_state_at_version(store, version) else {
-            throw StoreError(.invalidArgument, Self.lastError)
-        }
+        var read = version ?? 0
+        let tree = version.map { rdx_store_state_at_version(store, $0) } ?? rdx_store_current_state_version(store, &read)
+        guard let tree else { throw StoreError(.invalidArgument, Self.lastError) }
         defer { json_object_put(tree) }
-        return (version, try JSONCDecoder().decode(JSONValue.self, from: tree))
+        return (read, try JSONCDecoder().decode(JSONValue.self, from: tree))
     }
 
     func restore(version: UInt64) throws(StoreError) -> UInt64 {
@@ -114,25 +106,39 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     static var lastError: String { rdx_last_error().map { String(cString: $0) } ?? "" }
 }
 
-extension PlainChange {
-    /// A C listener's change, its borrowed trees and strings copied.
-    init(_ change: rdx_change) {
-        func value(_ tree: OpaquePointer?) -> JSONValue? {
-            guard let tree else { return nil }
-            return try? JSONCDecoder().decode(JSONValue.self, from: tree)
-        }
-        var source: String?
-        if let file = change.file {
-            let path = String(cString: file)
-            let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
-            source = "\(name):\(change.line)"
-        }
-        let time = timespec(
-            tv_sec: Int(change.time_ns / 1_000_000_000), tv_nsec: Int(change.time_ns % 1_000_000_000))
-        self.init(
-            version: change.version, identifier: String(cString: change.identifier),
-            payload: value(change.payload), typed: false, patch: value(change.patch), source: source,
-            batch: change.batch_last > 0 ? change.batch_first...change.batch_last : nil,
-            time: PlainChange.timeText(time))
+/// Copies each change the inspector's listener hears into a ``HeardChange`` for its log. Called
+/// under the store's lock, once per action: it copies the identifier and the payload (which C
+/// only lends for the call) and nothing that grows with the state; the file's name is copied
+/// once for all the changes dispatched from one file.
+final class HeardChangeCopier: @unchecked Sendable {
+    // @unchecked: `file` and `fileName` are used by `hear` alone, which the store calls for one
+    // action at a time.
+    let listener: InspectorListener
+    /// The last source file heard, copied, and its name.
+    private var file: UnsafeMutablePointer<CChar>?
+    private var fileName: String?
+
+    init(_ listener: InspectorListener) { self.listener = listener }
+
+    deinit { free(file) }
+
+    func hear(_ change: rdx_change) {
+        var payload: JSONValue?
+        if let tree = change.payload { payload = try? JSONCDecoder().decode(JSONValue.self, from: tree) }
+        listener.receive(.heard(HeardChange(
+            version: change.version, identifier: String(cString: change.identifier), payload: payload,
+            file: change.file.map(name(of:)), line: change.line,
+            batch: change.batch_last > 0 ? change.batch_first...change.batch_last : nil, time: change.time_ns)))
+    }
+
+    /// `path`'s last component.
+    private func name(of path: UnsafePointer<CChar>) -> String {
+        if let file, let fileName, strcmp(file, path) == 0 { return fileName }
+        free(file)
+        file = strdup(path)
+        let text = String(cString: path)
+        let name = text.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? text
+        fileName = name
+        return name
     }
 }

@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -611,6 +612,137 @@ static void test_dispatch_none(void)
     rdx_store_release(store);
 }
 
+/* ---- A burst while a page reads: every change once, in order, and patches that lead from the
+   page's first state to the store's last. */
+
+/* "put": member "k<payload>" = payload, and count + 1. */
+static void put_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    char key[32];
+    (void)context;
+    if (strcmp(identifier, "put") != 0 || payload == NULL) return;
+    snprintf(key, sizeof key, "k%d", json_object_get_int(payload));
+    json_object_object_add(state, key, json_object_new_int(json_object_get_int(payload)));
+    util_set_int(state, "count", util_int(state, "count") + 1);
+}
+
+/* 3,000 actions; 300 under valgrind and AddressSanitizer (RDX_CTEST_SMALL). */
+static int burst_size(void) { return util_small() ? 300 : 3000; }
+
+static void *burst_dispatch(void *argument)
+{
+    rdx_store *store = argument;
+    struct timespec pause = {0, 2000000};
+    int i;
+    for (i = 0; i < burst_size(); i++) {
+        json_object *payload = json_object_new_int(i % 700);
+        rdx_store_dispatch_action(store, "put", payload);
+        json_object_put(payload);
+        if (i % 250 == 0) nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
+
+/* Applies a change (or each of a "changes" message's) to `document`: checks its version is the
+   next, applies its patch, which must start where the last ended. */
+static void take_change(json_object *change, json_object *document, int64_t *next, int64_t *covered, int *bad)
+{
+    json_object *patch = NULL, *from = NULL;
+    int64_t version = int_of(change, "version");
+    if (version != *next) {
+        if (*bad == 0) fprintf(stderr, "    version %lld where %lld was next\n", (long long)version, (long long)*next);
+        (*bad)++;
+    }
+    *next = version + 1;
+    if (!json_object_object_get_ex(change, "patch", &patch) || patch == NULL) return;
+    if (json_object_object_get_ex(change, "patchFrom", &from)) {
+        if (json_object_get_int64(from) != *covered) (*bad)++;
+    } else if (version - 1 != *covered) {
+        (*bad)++;
+    }
+    if (rdx_json_patch(document, patch) != RDX_OK) {
+        fprintf(stderr, "    the patch of %lld does not apply: %s\n", (long long)version, rdx_last_error());
+        (*bad)++;
+    }
+    *covered = version;
+}
+
+static void test_burst_patches(void)
+{
+    rdx_reducer reducer = {put_reduce, NULL};
+    rdx_store *store = util_store(&reducer, 1);
+    rdx_inspector *inspector;
+    rdx_status status = RDX_EIO;
+    json_object *document, *message, *now, *field = NULL;
+    address at;
+    char origin[64];
+    int fd, ws_status, bad = 0, gaps = 0;
+    const int64_t burst = burst_size();
+    int64_t start, next, covered, first_count;
+    pthread_t thread;
+    TEST("a C store's burst while a page reads: every version once, in order; the patches lead to the state");
+
+    inspector = rdx_inspector_start(store, NULL, &status);
+    if (!CHECK(inspector != NULL)) {
+        rdx_store_release(store);
+        return;
+    }
+    CHECK(parse_url(rdx_inspector_url(inspector), &at));
+    snprintf(origin, sizeof origin, "http://127.0.0.1:%u", at.port);
+    json_object *payload = json_object_new_int(-1);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "put", payload), RDX_OK);
+    json_object_put(payload);
+    /* The page's first state: the state at the hello's version (nothing is dispatched until the
+       hello came). */
+    document = rdx_store_current_state(store);
+    first_count = util_int(document, "count");
+    fd = ws_open(at.port, at.token, origin, &ws_status);
+    CHECK_EQ_INT(ws_status, 101);
+    if (fd < 0) {
+        json_object_put(document);
+        rdx_inspector_stop(inspector);
+        rdx_store_release(store);
+        return;
+    }
+    message = ws_receive_type(fd, "hello");
+    start = int_of(message, "version");
+    CHECK_EQ_INT(start, 1);
+    json_object_put(message);
+    next = start + 1;
+    covered = start;
+    CHECK_EQ_INT(pthread_create(&thread, NULL, burst_dispatch, store), 0);
+    while (covered < start + burst || next <= start + burst) {
+        message = ws_receive(fd);
+        if (message == NULL) break;
+        json_object_object_get_ex(message, "type", &field);
+        if (field != NULL && strcmp(json_object_get_string(field), "change") == 0) {
+            take_change(message, document, &next, &covered, &bad);
+        } else if (field != NULL && strcmp(json_object_get_string(field), "changes") == 0) {
+            json_object *list = NULL;
+            size_t i;
+            json_object_object_get_ex(message, "changes", &list);
+            for (i = 0; list != NULL && i < json_object_array_length(list); i++)
+                take_change(json_object_array_get_idx(list, i), document, &next, &covered, &bad);
+        } else if (field != NULL && strcmp(json_object_get_string(field), "gap") == 0) {
+            gaps++;
+        }
+        json_object_put(message);
+    }
+    pthread_join(thread, NULL);
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(gaps, 0);
+    CHECK_EQ_INT(next, start + burst + 1);
+    CHECK_EQ_INT(covered, start + burst);
+    now = rdx_store_current_state(store);
+    CHECK(json_object_equal(document, now));
+    CHECK_EQ_INT(util_int(now, "count"), first_count + burst);
+    json_object_put(now);
+    json_object_put(document);
+    close(fd);
+    rdx_inspector_stop(inspector);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     test_history();
@@ -618,5 +750,6 @@ int main(void)
     test_read_only();
     test_allowed();
     test_dispatch_none();
+    test_burst_patches();
     return check_report();
 }

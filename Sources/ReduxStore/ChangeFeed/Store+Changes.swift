@@ -116,16 +116,6 @@ extension Store {
         return removed
     }
 
-    /// Runs `body` while no action is applied (holding the store's lock, or inside a reducer or
-    /// listener of this store): what it reads of the change feed's consumers is not overtaken by
-    /// a record, and a listener it adds through its argument hears the very next action. `body`
-    /// must not otherwise call this store, nor wait for it.
-    package func whileNoActionIsApplied<T>(_ body: (_ addListener: (ChangeListener) -> Void) -> T) -> T {
-        withCoreLocked { core, insideReducer in
-            body { listener in addChangeListenerLocked(listener, core: core, insideReducer: insideReducer) }
-        }
-    }
-
     /// The number of listeners of the change feed now.
     package var changeListenerCount: Int {
         withCoreLocked { core, _ in core.pointee.recorder?.listeners.count ?? 0 }
