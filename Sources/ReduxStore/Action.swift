@@ -1,5 +1,6 @@
 /// Something that happened, told to the store. The only way to change a store's state is to
-/// dispatch an action; every reducer of the store sees every action.
+/// dispatch an action; every reducer of the store sees every action (of a store made from
+/// ``Reducers``: every reducer of the action's type, of its identifier, or of every action).
 ///
 /// Any `Sendable` type can be an action. Value types whose stored properties fit in three machine
 /// words (an enum, or a struct of an identifier and a number) are dispatched without a heap

@@ -9,7 +9,7 @@ extension Store {
     /// current round, before the outermost `dispatchAction` returns.
     ///
     /// A store with middleware first hands the action to its middleware (see
-    /// ``init(reducers:state:middleware:)``); only what the chain passes on is applied. A
+    /// ``init(reducers:state:middleware:)-([Reducer<State>],_,_)``); only what the chain passes on is applied. A
     /// dispatch from inside a middleware runs inside the outer one: at most
     /// ``StoreLimits/maximumMiddlewareDepth`` (64) of them on one thread, of any store. One more
     /// is a programming error, a middleware that dispatches without end, and traps with a

@@ -106,6 +106,10 @@ public final class Store<State: Codable>: @unchecked Sendable {
         reducers: [Reducer<State>], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(), middleware: MiddlewareChain? = nil
     ) {
+        // The closures are written here, not made by `erased(_:)` (which routed reducers use):
+        // made in the array's own abstraction, a single reducer is called through one
+        // reabstraction thunk; made by a function and put in the array, through two (7 more
+        // instructions a dispatch, callgrind).
         let erased: [ErasedReducer]
         if State.self is AnyObject.Type {
             // A class state: each reducer gets its own copy of the reference, so the stored
@@ -138,14 +142,13 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// - Parameter readableInsideReducer: whether the reducers leave `state` free for reads while
     ///   they run (true when they never form an `inout` access to it, as the C face's reducers;
     ///   by default true for a class state only).
-    package init(
+    package convenience init(
         erasedReducers reducers: [ErasedReducer], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(),
         readableInsideReducer: Bool = State.self is AnyObject.Type,
         middleware: MiddlewareChain? = nil
     ) {
-        self.middleware = middleware
-        hasMiddleware = middleware != nil
+        let reduce: ErasedReducer
         switch reducers.count {
         case 0: reduce = { _, _ in }
         case 1: reduce = reducers[0]
@@ -154,6 +157,23 @@ public final class Store<State: Codable>: @unchecked Sendable {
                 for reducer in reducers { reducer(state, action) }
             }
         }
+        self.init(
+            erasedReducer: reduce, adopting: state, version: version, encoder: encoder,
+            readableInsideReducer: readableInsideReducer, middleware: middleware)
+    }
+
+    /// ``init(erasedReducers:adopting:version:encoder:readableInsideReducer:middleware:)`` with
+    /// one function that applies an action, whatever it runs (the routed reducers' lookup): not
+    /// read from an array, so it is called with no reabstraction thunk.
+    package init(
+        erasedReducer reduce: @escaping ErasedReducer, adopting state: State, version: UInt64,
+        encoder: SnapshotEncoder = SnapshotEncoder(),
+        readableInsideReducer: Bool = State.self is AnyObject.Type,
+        middleware: MiddlewareChain? = nil
+    ) {
+        self.middleware = middleware
+        hasMiddleware = middleware != nil
+        self.reduce = reduce
         self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)
         stateAddress = UnsafeMutableRawPointer(self.state)

@@ -18,14 +18,20 @@
 public struct ActionTypes: Sendable {
     /// Decodes an action from its payload as a json-c tree (borrowed; NULL: no payload).
     package typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
+    /// Decodes an action from a ``JSONAction`` of its identifier (the payload as a ``JSONValue``).
+    package typealias DecodeJSONAction = @Sendable (JSONAction) throws -> any Action
 
     private var decoders: [JSONKey: Decode] = [:]
+    /// The same types' decoders from a ``JSONAction``, for a store with routed reducers
+    /// (``Reducers``), which decodes a dispatched ``JSONAction`` of a registered identifier.
+    private var jsonActionDecoders: [JSONKey: DecodeJSONAction] = [:]
 
     public init() {}
 
     /// Decodes payloads of actions named `identifier` into `type`.
     public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
         decoders[JSONKey(identifier)] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
+        jsonActionDecoders[JSONKey(identifier)] = { action in try action.decodePayload(as: A.self) }
     }
 
     /// Whether no type is registered.
@@ -38,6 +44,9 @@ public struct ActionTypes: Sendable {
     package func decoder(for identifier: String) -> Decode? {
         decoders.isEmpty ? nil : decoders[JSONKey(identifier)]
     }
+
+    /// The decoders from a ``JSONAction``, by identifier: those of every registered type.
+    package var jsonActionDecodersByIdentifier: [JSONKey: DecodeJSONAction] { jsonActionDecoders }
 
     /// The action an identifier and its payload (a json-c tree, borrowed; NULL: none) stand for:
     /// the registered type's, decoded from the payload, or a ``JSONAction`` carrying it.

@@ -26,6 +26,34 @@ extension Store {
         replaying journal: String, from state: State, reducers: [Reducer<State>],
         actions: ActionTypes, through version: UInt64? = nil
     ) throws(StoreError) {
+        let (start, groups) = try Self.readReplay(journal, actions: actions, through: version)
+        self.init(reducers: reducers, adopting: Self.deepCopy(state), version: start)
+        replay(groups)
+    }
+
+    /// ``init(replaying:from:reducers:actions:through:)`` with routed reducers (``Reducers``):
+    /// the journal is read, checked and applied the same way, and each entry reaches the reducers
+    /// that handle it. An entry of an identifier registered in `actions` is decoded by `actions`
+    /// (then routed by its type); one that stays a ``JSONAction`` is routed as
+    /// ``Reducers`` routes any: decoded if `reducers.actions` registers its identifier, by
+    /// identifier if not.
+    ///
+    /// - Throws: ``StoreError`` as the initializer with a list of reducers does.
+    public convenience init(
+        replaying journal: String, from state: State, reducers: Reducers<State>,
+        actions: ActionTypes, through version: UInt64? = nil
+    ) throws(StoreError) {
+        let (start, groups) = try Self.readReplay(journal, actions: actions, through: version)
+        self.init(routing: reducers, adopting: Self.deepCopy(state), version: start)
+        replay(groups)
+    }
+
+    /// Reads and checks `journal` through `version` for a replay: the version before its first
+    /// entry, and its actions in the groups they were applied in (a batch, or one action).
+    private static func readReplay(
+        _ journal: String, actions: ActionTypes, through version: UInt64?
+    ) throws(StoreError) -> (start: UInt64, groups: [[any Action]]) {
+
         var groups: [[any Action]] = []
         var first: UInt64?
         var last: UInt64?
@@ -70,7 +98,11 @@ extension Store {
                     "through: \(version) is outside the journal (versions \(start)–\(last ?? start))")
             }
         }
-        self.init(reducers: reducers, adopting: Self.deepCopy(state), version: start)
+        return (start, groups)
+    }
+
+    /// Applies the groups a replay read, each as it was applied (one action, or a batch).
+    private func replay(_ groups: [[any Action]]) {
         for group in groups {
             if group.count == 1 {
                 dispatch(erased: group[0])
