@@ -629,6 +629,48 @@ RDX_API uint64_t rdx_store_add_change_listener(rdx_store *store, bool include_pa
 RDX_API rdx_status rdx_store_remove_change_listener(rdx_store *store, uint64_t token);
 
 /*
+ * The action log: the store keeps the changes of its last actions (without patches) for readers
+ * that catch up when they like (the live inspector's pages do). Cheaper than a change listener:
+ * each action costs the dispatch a copy of what it holds into a ring, under the lock the dispatch
+ * holds anyway, and no call. A NULL-payload action's identifier is kept once per distinct
+ * identifier (at most RDX_MAX_LOGGED_IDENTIFIERS in a process; past that, and for an action with
+ * a payload, the identifier and payload are copied for the log).
+ *
+ * rdx_store_open_action_log() opens a reader's claim: the log keeps the last `capacity` changes
+ * (the most any open claim asks for) until every claim is closed. A change's time is the
+ * kernel's coarse clock; when every open claim is `ticked`, a change reads it only after
+ * rdx_store_tick_action_log() was called, and otherwise takes the time the last such change read:
+ * a ticked reader calls it every few milliseconds while actions are applied (the inspector does
+ * every 4 ms), which spares each dispatch the clock.
+ * Returns the claim's token (never 0); 0 for a NULL store (RDX_EINVAL's words).
+ */
+#define RDX_MAX_LOGGED_IDENTIFIERS 4096
+
+RDX_API uint64_t rdx_store_open_action_log(rdx_store *store, size_t capacity, bool ticked);
+
+/*
+ * Closes a claim; the last one closed, the log stops and frees what it kept.
+ * Returns RDX_OK; RDX_EINVAL for a NULL store, or a token that is not an open claim of this store.
+ */
+RDX_API rdx_status rdx_store_close_action_log(rdx_store *store, uint64_t token);
+
+/* Lets the action log's next change read the clock. RDX_OK; RDX_EINVAL for a NULL store. */
+RDX_API rdx_status rdx_store_tick_action_log(rdx_store *store);
+
+/*
+ * Reads the action log at one instant: calls `each` (with `context`) for each change after version
+ * `after`, oldest first, at most the oldest `limit` of them, outside the store's lock, with its
+ * trees and strings borrowed for the call (patch NULL; the rdx_store * it is passed is `store`);
+ * `each` may call the store's functions. Sets *count (when not NULL) to the number of changes
+ * passed, *dropped (when not NULL) to how many versions after `after` are older than the log
+ * keeps, and *version (when not NULL) to the store's version when read.
+ * Returns RDX_OK; RDX_EINVAL for a NULL store or `each`, or a store with no open claim on its log.
+ */
+RDX_API rdx_status rdx_store_read_action_log(rdx_store *store, uint64_t after, size_t limit,
+                                             rdx_change_fn each, void *context, size_t *count,
+                                             uint64_t *dropped, uint64_t *version);
+
+/*
  * History and time travel.
  *
  * A store can keep the snapshots of its last versions, to give a past state back or to make the

@@ -17,8 +17,8 @@
  *     cc prog.c $(pkg-config --cflags --libs reduxstore-inspector)
  *
  * The library is a layer over the functions of reduxstore.h (it reads the store through its
- * change listeners, its state and history: rdx_store_add_change_listener(),
- * rdx_store_current_state_version() and rdx_store_keep_history());
+ * action log, its state and its history: rdx_store_open_action_log(),
+ * rdx_store_read_action_log(), rdx_store_current_state_version() and rdx_store_keep_history());
  * its web server (SwiftNIO) lives in this library alone: libreduxstore.so does not link it.
  *
  * Safety: every request to the page and its WebSocket carries the random 128-bit token in the

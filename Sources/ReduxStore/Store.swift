@@ -232,7 +232,7 @@ struct StoreCore {
     /// ``Store/keepHistory(_:)``); `nil` for most stores, so a dispatch tests one field.
     var recorder: Recorder?
     /// The records of the last actions for a reader that reads them when it likes (the live
-    /// inspector: ``Store/keepActionLog(_:ticked:)``); off for most stores, so a dispatch tests one field.
+    /// inspector: ``Store/openActionLog(_:ticked:)``); off for most stores, so a dispatch tests one field.
     var actionLog = ActionLog()
 
     init(version: UInt64, encoder: SnapshotEncoder) {

@@ -77,6 +77,58 @@ public func rdx_store_remove_change_listener(_ store: OpaquePointer?, _ token: U
     }
 }
 
+@c @implementation
+public func rdx_store_open_action_log(_ store: OpaquePointer?, _ capacity: Int, _ ticked: Bool) -> UInt64 {
+    do {
+        return try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            handle.core.openActionLog(capacity, ticked: ticked)
+        }
+    } catch {
+        _ = error.record()
+        return 0
+    }
+}
+
+@c @implementation
+public func rdx_store_close_action_log(_ store: OpaquePointer?, _ token: UInt64) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            guard handle.core.closeActionLog(token) else {
+                throw StoreError(.invalidArgument, "token \(token) is not an open claim on this store's action log (unknown, or closed already)")
+            }
+        }
+    }
+}
+
+@c @implementation
+public func rdx_store_tick_action_log(_ store: OpaquePointer?) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in handle.core.tickActionLog() }
+    }
+}
+
+@c @implementation
+public func rdx_store_read_action_log(
+    _ store: OpaquePointer?, _ after: UInt64, _ limit: Int, _ each: rdx_change_fn?,
+    _ context: UnsafeMutableRawPointer?, _ count: UnsafeMutablePointer<Int>?,
+    _ dropped: UnsafeMutablePointer<UInt64>?, _ version: UnsafeMutablePointer<UInt64>?
+) -> rdx_status {
+    status { () throws(StoreError) in
+        try CStoreHandle.with(store) { (handle) throws(StoreError) in
+            let each = try CInput.required(each, "each")
+            guard let read = handle.core.readActionLog(after: after, limit: limit) else {
+                throw StoreError(.invalidArgument, "this store keeps no action log: no claim on it is open (rdx_store_open_action_log)")
+            }
+            // Outside the store's lock: `each` may call the store.
+            let call = CChangeCall(function: each, context: context, handle: handle)
+            for record in read.records { call(record, includingPatch: false) }
+            count?.pointee = read.records.count
+            dropped?.pointee = read.dropped
+            version?.pointee = read.version
+        }
+    }
+}
+
 /// A C change listener and what it is called with. It holds a reference to the handle, so the
 /// `rdx_store *` it passes stays valid for the call even if the listener releases it.
 struct CChangeCall: @unchecked Sendable {

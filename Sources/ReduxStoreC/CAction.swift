@@ -81,3 +81,40 @@ extension CAction: JournalRecordable {
 
     var journalPayload: OpaquePointer? { payload }
 }
+
+/// A C action without a payload whose identifier is kept for the life of the process
+/// (`KeptNames.identifiers`): what the action log and the journal keep of such an action. Two
+/// words, nothing to retain or free, so the log copies it as bytes.
+struct KeptCAction: JournalRecordable, @unchecked Sendable {
+    // @unchecked: the identifier is a kept name, never written again.
+    let identifierPointer: UnsafePointer<CChar>
+
+    var identifier: String { String(cString: identifierPointer) }
+    func ownedForJournal() -> any Action { self }
+    var journalPayload: OpaquePointer? { nil }
+}
+
+/// What a C store keeps of an action past its dispatch (the store's `journalCopier`): a
+/// ``KeptCAction`` for an action without a payload, its identifier found among the kept ones;
+/// otherwise a copy that owns its identifier and payload. Called under the store's lock only,
+/// so the last identifier seen is remembered without a lock of its own: the common case (one
+/// identifier dispatched again and again from one call) costs a comparison of the bytes.
+final class CActionKeeper: @unchecked Sendable {
+    // @unchecked: `last` is used under the store's lock alone.
+    /// The caller's identifier last kept, and its kept copy.
+    private var last: (address: UnsafePointer<CChar>, kept: UnsafePointer<CChar>)?
+
+    func keep(_ action: any Action) -> any Action {
+        guard let action = action.asCAction else { return action }
+        guard action.storage == nil, action.payload == nil else { return action.ownedForJournal() }
+        let identifier = action.identifierPointer
+        if let last, last.address == identifier, strcmp(last.kept, identifier) == 0 {
+            return KeptCAction(identifierPointer: last.kept)
+        }
+        guard let kept = KeptNames.identifiers.intern(UnsafeRawBufferPointer(start: identifier, count: strlen(identifier)))
+        else { return action.ownedForJournal() }
+        let pointer = kept.baseAddress!.assumingMemoryBound(to: CChar.self)
+        last = (identifier, pointer)
+        return KeptCAction(identifierPointer: pointer)
+    }
+}

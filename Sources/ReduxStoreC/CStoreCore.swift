@@ -50,6 +50,14 @@ protocol CStoreCore: AnyObject, Sendable {
     func currentValue(at pointer: UnsafePointer<CChar>) throws(StoreError)
         -> (value: OpaquePointer?, found: Bool)
 
+    /// The action log: ``Store/openActionLog(_:ticked:)``, ``Store/closeActionLog(_:)``,
+    /// ``Store/tickActionLog()`` and ``Store/readActionLog(after:limit:includingState:wake:)``
+    /// (without the state).
+    func openActionLog(_ capacity: Int, ticked: Bool) -> UInt64
+    func closeActionLog(_ token: UInt64) -> Bool
+    func tickActionLog()
+    func readActionLog(after version: UInt64, limit: Int) -> ActionLogRead?
+
     /// A NEW json-c tree of the state, and the version it is at.
     func currentState() throws(StoreError) -> (tree: OpaquePointer?, version: UInt64)
 
@@ -101,6 +109,13 @@ extension CStoreCore {
     }
 
     func flushJournal() throws(StoreError) { try store.flushJournal() }
+
+    func openActionLog(_ capacity: Int, ticked: Bool) -> UInt64 { store.openActionLog(capacity, ticked: ticked) }
+    func closeActionLog(_ token: UInt64) -> Bool { store.closeActionLog(token) }
+    func tickActionLog() { store.tickActionLog() }
+    func readActionLog(after version: UInt64, limit: Int) -> ActionLogRead? {
+        store.readActionLog(after: version, limit: limit, includingState: false)
+    }
 
     func addChangeListener(_ listener: ChangeListener) { store.addChangeListener(listener) }
 

@@ -25,10 +25,10 @@ final class JSONCTreeStoreCore: CStoreCore {
             erasedReducers: [{ _, action in reducers.apply(action) }],
             adopting: state, version: version, readableInsideReducer: true,
             middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)))
-        // A C action borrows the caller's identifier and payload: the journal keeps a copy.
-        store.journalCopier = { action in
-            (action as? CAction)?.ownedForJournal() ?? action
-        }
+        // A C action borrows the caller's identifier and payload: the journal and the action log
+        // keep a copy.
+        let keeper = CActionKeeper()
+        store.journalCopier = { action in keeper.keep(action) }
         if forwarding != nil {
             store.localChangesRefusal = "this store's order is decided by another library (a replicated store): its versions come from there"
         }

@@ -4,87 +4,61 @@ import ReduxStore
 import Synchronization
 
 /// What the inspector needs of a store, whatever its kind (a Swift `Store<State>`, a C store, a
-/// recorded journal): its change feed, its state as JSON at a version, diffs, restore and
-/// dispatch. Also the log of the newest actions the pages read, when the store does not keep one
-/// itself, and the number of pages connected.
+/// recorded journal): its action log, its state as JSON at a version, diffs, restore and dispatch;
+/// and the number of pages connected.
 ///
-/// A page never slows a dispatch: whatever the store, its sender reads what is new off the
-/// store's lock, at most every ``InspectorSession/readInterval``, and makes each patch itself
-/// from two states. A store that keeps the log itself (a Swift store) records an action in its
-/// ring under the lock the dispatch holds; for another (a C store) the inspector's listener copies
-/// the action's identifier, payload, source and time into ``Shared/log`` (a few small copies,
-/// nothing that grows with the state or the pages), and the state is read, for every page at
-/// once, at most every ``stateInterval(after:)``.
+/// A page never slows a dispatch: a live store records each action in its own ring under the lock
+/// the dispatch holds (the action log: a copy of the action and its source, no call), and each
+/// page's sender reads what is new off the store's lock, at most every
+/// ``InspectorSession/readInterval``, and makes its patches itself from two states. The state is
+/// read for every page at once, at most every ``stateInterval(after:)``: whatever the number of
+/// pages, the reads hold the store's lock at most about 5% of the time.
 final class InspectedStore: Sendable {
     let name: String
     let options: InspectorOptions
     private let access: any StoreAccess
-    /// The log and the waiting pages of a store that does not keep the log itself.
-    private let shared: SharedBox
-
-    struct Shared: Sendable {
-        /// The newest actions, oldest first (a store that keeps no log of its own; a journal's
-        /// recorded lines).
-        var log: Ring<LoggedChange>
-        /// The wake-ups of the pages that found nothing new, called (once) at the next change.
-        var wakes: [@Sendable () -> Void] = []
-        /// Set by ``InspectedStore/detach()``.
-        var detached = false
-    }
 
     init(_ access: any StoreAccess, options: InspectorOptions) {
         name = access.name
         self.options = options
         self.access = access
-        keepsLog = access.keepsLog
-        let capacity = access.keepsLog ? 0 : max(options.keptActions, options.clientBuffer, access.recorded.count)
-        let shared = SharedBox(Shared(log: Ring(capacity: capacity)))
-        for change in access.recorded { shared.withLock { $0.log.append(change) } }
-        self.shared = shared
-        if keepsLog {
+        var claim: UInt64?
+        if access.isLive {
             // With keptActions 0 the log is kept only while a page is connected.
-            if options.keptActions > 0 { access.keepLog(options.keptActions) }
-            listener = nil
+            if options.keptActions > 0 { claim = access.openLog(options.keptActions) }
             ticker = Task.detached { await Self.tick(access) }
         } else {
-            listener = access.isLive ? InspectorListener { change in shared.heard(change) } : nil
             ticker = nil
-            // With keptActions 0 the inspector listens only while a page is connected.
-            if let listener, options.keptActions > 0 { access.add(listener) }
         }
+        pages = Mutex(Pages(claim: claim))
     }
 
-    /// Whether the store keeps the log itself (a Swift store's action log, read by each page's
-    /// sender, ``readLog(after:limit:wake:)``); otherwise the inspector listens to the store and
-    /// keeps the log in ``Shared/log``.
-    let keepsLog: Bool
-    /// What fills ``Shared/log``: a live store that keeps no log of its own.
-    private let listener: InspectorListener?
     /// Tells the store's log when to read the clock again (``tick(_:)``); cancelled at ``detach()``.
     private let ticker: Task<Void, Never>?
-    /// The pages connected, counted apart from ``shared`` (whose lock the inspector's listener
-    /// takes under the store's lock): the log is turned on and off under it, with
-    /// ``InspectorOptions/keptActions`` 0, as the first page comes and the last goes.
-    private let pages = Mutex(0)
-    /// The newest state read for the pages of a store that keeps no log of its own.
+    /// The pages connected, the inspector's claim on the store's log, and whether it has
+    /// detached: with ``InspectorOptions/keptActions`` 0 the claim is opened as the first page
+    /// comes and closed as the last goes.
+    private let pages: Mutex<Pages>
+
+    private struct Pages {
+        var count = 0
+        var claim: UInt64?
+        var detached = false
+    }
+    /// The newest state read for the pages.
     private let latest = Mutex<LatestState?>(nil)
 
-    /// Stops listening to the store and lets it go. Idempotent.
+    /// Stops the store's log and lets the store go. Idempotent.
     func detach() {
-        let (first, wakes) = shared.withLock { shared -> (Bool, [@Sendable () -> Void]) in
-            defer {
-                shared.detached = true
-                shared.wakes = []
-            }
-            return (!shared.detached, shared.wakes)
+        let first = pages.withLock { pages -> Bool in
+            guard !pages.detached else { return false }
+            pages.detached = true
+            if let claim = pages.claim { access.closeLog(claim) }
+            pages.claim = nil
+            return true
         }
         guard first else { return }
-        for wake in wakes { wake() }
         ticker?.cancel()
-        pages.withLock { _ in
-            if keepsLog { access.keepLog(0) }
-            if let listener { access.remove(listener) }
-        }
         access.detached()
     }
 
@@ -121,85 +95,72 @@ final class InspectedStore: Sendable {
     /// start. `nil` when ``InspectorOptions/maximumClients`` pages are connected.
     func connect() -> (backlog: [LoggedChange], version: UInt64, state: Result<JSONValue, StoreError>)? {
         let added = pages.withLock { pages -> Bool in
-            guard pages < options.maximumClients, !shared.withLock({ $0.detached }) else { return false }
-            pages += 1
+            guard pages.count < options.maximumClients, !pages.detached else { return false }
+            pages.count += 1
             // The log starts before the state is read below: every change after it is logged.
-            if pages == 1, options.keptActions == 0 {
-                if keepsLog { access.keepLog(max(options.clientBuffer, 64)) }
-                if let listener { access.add(listener) }
-            }
+            if pages.claim == nil, access.isLive { pages.claim = access.openLog(max(options.clientBuffer, 64)) }
             return true
         }
         guard added else { return nil }
-        if keepsLog {
-            // The state now, then the log up to its version (every version up to it is logged by
-            // then); what follows reaches the page through its sender, patched from this state.
-            let state: Result<(version: UInt64, value: JSONValue), StoreError>
-            do throws(StoreError) { state = .success(try access.state(at: nil)) } catch { state = .failure(error) }
-            let read = access.readLog(after: 0, limit: options.keptActions, includingState: false, wake: nil)
-            let version = (try? state.get().version) ?? read?.version ?? access.version
-            return (read?.changes.filter { $0.version <= version } ?? [], version, state.map(\.value))
-        }
         guard access.isLive else {
             // A recorded journal: its lines, and no change ever follows them.
-            let log = shared.withLock { $0.log.elements }
-            return (log, access.version, .failure(StoreError(.invalidArgument, "a recorded journal takes no actions")))
+            return (access.recorded, access.version, .failure(StoreError(.invalidArgument, "a recorded journal takes no actions")))
         }
+        // The state now, then the log up to its version (every version up to it is logged by
+        // then); what follows reaches the page through its sender, patched from this state.
         let state = readState()
-        let version = (try? state.get().version) ?? shared.withLock { $0.log.newestVersion } ?? access.version
-        let backlog = shared.withLock { $0.log.changes(after: 0, through: version, limit: .max).changes }
-        return (Array(backlog.suffix(options.keptActions)), version, state.map(\.value))
+        let read = access.readLog(after: 0, limit: options.keptActions, wake: nil)
+        let version = (try? state.get().version) ?? read?.version ?? access.version
+        return (read?.changes.filter { $0.version <= version } ?? [], version, state.map(\.value))
     }
 
     /// Counts a page out; the last page gone, the log stops (``InspectorOptions/keptActions`` 0).
     func disconnect() {
         pages.withLock { pages in
-            pages -= 1
-            guard pages == 0, options.keptActions == 0, !shared.withLock({ $0.detached }) else { return }
-            if keepsLog { access.keepLog(0) }
-            if let listener { access.remove(listener) }
+            pages.count -= 1
+            if pages.count == 0, options.keptActions == 0, let claim = pages.claim {
+                access.closeLog(claim)
+                pages.claim = nil
+            }
         }
     }
 
-    var clientCount: Int { pages.withLock { $0 } }
+    var clientCount: Int { pages.withLock { $0.count } }
 
     /// The log after `version`: at most `limit` changes, the oldest, with the state at the newest
-    /// of them when they reach the store's version (and, for a store whose log the inspector
-    /// keeps, the state was read long enough ago); or, when there is none, `wake` is left for the
-    /// next.
+    /// of them when they reach the state read for the pages (a new read is made when the last is
+    /// older than the changes and was made at least ``stateInterval(after:)`` ago; until then the
+    /// read holds no change and says when to ask again). When there is none, `wake` is left for
+    /// the next (or, where the store cannot call it, the read says when to ask again). `nil` once
+    /// the log is gone.
     func readLog(after version: UInt64, limit: Int, wake: @escaping @Sendable () -> Void) -> LogRead? {
-        if keepsLog { return access.readLog(after: version, limit: limit, includingState: true, wake: wake) }
-        let (changes, dropped, more) = shared.withLock { shared in
-            let read = shared.log.changes(after: version, limit: limit)
-            if read.changes.isEmpty, !shared.detached { shared.wakes.append(wake) }
-            return read
-        }
-        guard let newest = changes.last?.version else {
-            return shared.withLock({ $0.detached }) ? nil : LogRead(changes: [], dropped: 0, version: version, state: nil)
-        }
-        guard !more, access.isLive else {
-            return LogRead(changes: changes, dropped: dropped, version: newest, state: nil)
+        guard access.isLive else { return LogRead(changes: [], dropped: 0, version: version, state: nil) }
+        guard let read = access.readLog(after: version, limit: limit, wake: wake) else { return nil }
+        guard let newest = read.changes.last?.version else { return read }
+        if read.changes.count == limit, newest < read.version {
+            return read  // more to read: without a state
         }
         let state: LatestState
         switch latestState(atLeast: newest) {
-        case .read(let read): state = read
+        case .read(let found): state = found
         case .wait(let time):
             // The changes wait for the next read of the state, so that they go with their patch.
             return LogRead(changes: [], dropped: 0, version: version, state: nil, retryAfter: time)
         }
-        guard state.version > newest else {
-            return LogRead(changes: changes, dropped: dropped, version: newest, state: state.value.map(\.value))
-        }
+        guard state.version > newest else { return LogRead(read, state: state.value.map(\.value)) }
         // The state read is newer than the changes: the changes up to it.
-        let through = shared.withLock { $0.log.changes(after: version, through: state.version, limit: limit) }
-        guard through.changes.last?.version == state.version else {
-            return LogRead(changes: changes, dropped: dropped, version: newest, state: nil)
+        guard let through = access.readLog(after: version, limit: limit, wake: nil),
+            let last = through.changes.lastIndex(where: { $0.version <= state.version }),
+            through.changes[last].version == state.version
+        else {
+            return read
         }
-        return LogRead(changes: through.changes, dropped: through.dropped, version: state.version, state: state.value.map(\.value))
+        var reaching = through
+        reaching.changes.removeSubrange((last + 1)...)
+        return LogRead(reaching, state: state.value.map(\.value))
     }
 
-    /// A state read for the pages of a store whose log the inspector keeps: one read serves every
-    /// page that needs it.
+    /// A state read for the pages: one read serves every page that needs it.
     private struct LatestState: Sendable {
         var version: UInt64
         var value: Result<(version: UInt64, value: JSONValue), StoreError>
@@ -235,9 +196,10 @@ final class InspectedStore: Sendable {
     }
 
     /// The least time between two reads of the state for the pages: ``InspectorSession/readInterval``,
-    /// or 20 times what the last read took. A C store's state is a json-c tree its reducers mutate
-    /// in place, so a read copies it under the store's lock: a large state is read less often,
-    /// so that the pages' reads hold the lock at most about 5% of the time whatever its size.
+    /// or 20 times what the last read took. A read encodes the state under the store's lock (a C
+    /// store's reducers change its json-c tree in place, so it is copied there): a large state is
+    /// read less often, so that the pages' reads hold the lock at most about 5% of the time
+    /// whatever its size.
     static func stateInterval(after took: Duration) -> Duration {
         max(InspectorSession.readInterval, took * 20)
     }
@@ -277,26 +239,6 @@ final class InspectedStore: Sendable {
             throw StoreError(.invalidArgument, "dispatch is not allowed by this program (InspectorOptions.allowsDispatch)")
         }
         return try access.dispatch(identifier: identifier, payload: payload)
-    }
-}
-
-/// The inspector's shared record, behind its lock; captured by the listeners (which the store
-/// holds), so it holds nothing of the store.
-final class SharedBox: Sendable {
-    private let mutex: Mutex<InspectedStore.Shared>
-    init(_ shared: InspectedStore.Shared) { mutex = Mutex(shared) }
-    func withLock<T>(_ body: (inout InspectedStore.Shared) -> T) -> T { mutex.withLock { body(&$0) } }
-
-    /// Logs a change the inspector's listener heard (under the store's lock) and wakes the pages
-    /// that wait for one.
-    func heard(_ change: LoggedChange) {
-        let wakes = withLock { shared -> [@Sendable () -> Void] in
-            shared.log.append(change)
-            guard !shared.wakes.isEmpty else { return [] }
-            defer { shared.wakes = [] }
-            return shared.wakes
-        }
-        for wake in wakes { wake() }
     }
 }
 
@@ -390,19 +332,6 @@ extension PlainChange {
     package static func timeText(_ time: timespec) -> String { InspectorSession.isoTime(time) }
 }
 
-/// A consumer of a store's changes (without patches), as the inspector registers it: the access
-/// attaches it to the store its own way and keeps what it needs to detach it in ``attachment``.
-package final class InspectorListener: Sendable {
-    /// Called under the store's lock, for one action at a time.
-    package let receive: @Sendable (LoggedChange) -> Void
-    /// What the access registered (a C token), for ``StoreAccess/remove(_:)``.
-    package let attachment = Mutex<(any Sendable)?>(nil)
-
-    package init(receive: @escaping @Sendable (LoggedChange) -> Void) {
-        self.receive = receive
-    }
-}
-
 /// A store's operations, erased of its kind and its state's type.
 package protocol StoreAccess: Sendable {
     /// What the page calls the store: its state's type.
@@ -416,11 +345,6 @@ package protocol StoreAccess: Sendable {
     var dispatchableIdentifiers: [String]? { get }
     /// Changes recorded before the inspector started (a journal's lines), oldest first.
     var recorded: [LoggedChange] { get }
-    /// Starts calling `listener` with every change applied from now on (a live store that keeps
-    /// no log of its own).
-    func add(_ listener: InspectorListener)
-    /// Stops calling `listener`; once this returns it is not called again.
-    func remove(_ listener: InspectorListener)
     /// The state at `version` and that version; with `nil`, the newest state and its version,
     /// read together.
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue)
@@ -428,18 +352,17 @@ package protocol StoreAccess: Sendable {
     func dispatch(identifier: String, payload: JSONValue?) throws(StoreError) -> UInt64
     /// The inspector has stopped: release what it held of the store.
     func detached()
-    /// Whether the store keeps a log of its own (``keepLog(_:)``, ``readLog(after:limit:wake:)``);
-    /// otherwise the inspector listens and keeps the log.
-    var keepsLog: Bool { get }
-    /// Keeps the store's own log of the last `capacity` changes; 0 stops it. Its records read
-    /// the clock only after a ``tickLog()``.
-    func keepLog(_ capacity: Int)
+    /// Opens a claim on the store's log of the last `capacity` changes (a live store), whose
+    /// records read the clock only after a ``tickLog()``; `nil` when it cannot.
+    func openLog(_ capacity: Int) -> UInt64?
+    /// Closes a claim ``openLog(_:)`` opened.
+    func closeLog(_ claim: UInt64)
     /// Lets the log's next record read the clock again.
     func tickLog()
-    /// The log's changes after `version`, at most the oldest `limit`, with `includingState` the
-    /// state at the store's version when they reach it; when there is none, `wake` is called at
-    /// the next.
-    func readLog(after version: UInt64, limit: Int, includingState: Bool, wake: (@Sendable () -> Void)?) -> LogRead?
+    /// The log's changes after `version`, at most the oldest `limit`. When there is none, `wake`
+    /// is called at the next, where the store can; otherwise the read says when to ask again
+    /// (``LogRead/retryAfter``). `nil` when the store keeps no log.
+    func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead?
 }
 
 /// What a page's sender reads of a store's log at one instant.
@@ -450,22 +373,35 @@ package struct LogRead: Sendable {
     package var dropped: UInt64
     /// The store's version when read.
     package var version: UInt64
-    /// The state at ``version``, when asked for and ``changes`` reach it.
+    /// The state at the newest of ``changes``, when they reach the state read for the pages.
     package var state: Result<JSONValue, StoreError>?
-    /// No changes yet, though some are logged: they go with the next read of the state, which
-    /// may be made in this long.
+    /// No changes: ask again in this long (changes are logged that wait for the next read of the
+    /// state, or the store cannot wake the reader at the next change).
     package var retryAfter: Duration? = nil
+
+    package init(
+        changes: [LoggedChange], dropped: UInt64, version: UInt64, state: Result<JSONValue, StoreError>? = nil,
+        retryAfter: Duration? = nil
+    ) {
+        self.changes = changes
+        self.dropped = dropped
+        self.version = version
+        self.state = state
+        self.retryAfter = retryAfter
+    }
+
+    /// `read` with `state`.
+    init(_ read: LogRead, state: Result<JSONValue, StoreError>) {
+        self = read
+        self.state = state
+    }
 }
 
 extension StoreAccess {
-    package func add(_ listener: InspectorListener) {}
-    package func remove(_ listener: InspectorListener) {}
-    package var keepsLog: Bool { false }
-    package func keepLog(_ capacity: Int) {}
+    package func openLog(_ capacity: Int) -> UInt64? { nil }
+    package func closeLog(_ claim: UInt64) {}
     package func tickLog() {}
-    package func readLog(
-        after version: UInt64, limit: Int, includingState: Bool, wake: (@Sendable () -> Void)?
-    ) -> LogRead? { nil }
+    package func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? { nil }
     package var recorded: [LoggedChange] { [] }
     package func detached() {}
     package var dispatchableIdentifiers: [String]? { [] }
@@ -489,16 +425,14 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     var keptVersions: [UInt64] { store.historyVersions }
     var dispatchableIdentifiers: [String]? { actions.identifiers }
 
-    var keepsLog: Bool { true }
-    func keepLog(_ capacity: Int) { store.keepActionLog(capacity, ticked: true) }
+    func openLog(_ capacity: Int) -> UInt64? { store.openActionLog(capacity, ticked: true) }
+    func closeLog(_ claim: UInt64) { store.closeActionLog(claim) }
     func tickLog() { store.tickActionLog() }
 
-    func readLog(after version: UInt64, limit: Int, includingState: Bool, wake: (@Sendable () -> Void)?) -> LogRead? {
-        guard let read = store.readActionLog(after: version, limit: limit, includingState: includingState, wake: wake)
+    func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? {
+        guard let read = store.readActionLog(after: version, limit: limit, includingState: false, wake: wake)
         else { return nil }
-        return LogRead(
-            changes: read.records.map { .record($0) }, dropped: read.dropped, version: read.version,
-            state: read.state)
+        return LogRead(changes: read.records.map { .record($0) }, dropped: read.dropped, version: read.version)
     }
 
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue) {
@@ -534,56 +468,3 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
         return store.version
     }
 }
-
-/// A bounded ring of the newest elements.
-struct Ring<Element> {
-    // Sendable below, where its elements are.
-    private var storage: [Element] = []
-    private var start = 0
-    let capacity: Int
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    mutating func append(_ element: Element) {
-        guard capacity > 0 else { return }
-        if storage.count < capacity {
-            storage.append(element)
-        } else {
-            storage[start] = element
-            start = (start + 1) % capacity
-        }
-    }
-
-    /// Oldest first.
-    var elements: [Element] { Array(storage[start...] + storage[..<start]) }
-
-    var count: Int { storage.count }
-
-    /// The element `index` places from the oldest.
-    subscript(index: Int) -> Element { storage[(start + index) % storage.count] }
-}
-
-extension Ring where Element == LoggedChange {
-    /// The changes after `version` up to `last`, at most the oldest `limit`; `dropped`: how many
-    /// versions after `version` are older than the oldest kept; `more`: whether changes up to
-    /// `last` are left past `limit`. Costs the number of changes after `version`, not the ring's.
-    func changes(after version: UInt64, through last: UInt64 = .max, limit: Int)
-        -> (changes: [LoggedChange], dropped: UInt64, more: Bool)
-    {
-        var first = count
-        while first > 0, self[first - 1].version > version { first -= 1 }
-        var changes: [LoggedChange] = []
-        var index = first
-        while index < count, self[index].version <= last, changes.count < limit {
-            changes.append(self[index])
-            index += 1
-        }
-        let more = index < count && self[index].version <= last
-        let dropped = first == 0 && count > 0 && self[0].version > version &+ 1 ? self[0].version - version - 1 : 0
-        return (changes, dropped, more)
-    }
-
-    var newestVersion: UInt64? { count > 0 ? self[count - 1].version : nil }
-}
-
-extension Ring: Sendable where Element: Sendable {}

@@ -41,35 +41,30 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
         }
     }
 
-    func add(_ listener: InspectorListener) {
-        let context = Unmanaged.passRetained(HeardChangeCopier(listener))
-        let token = rdx_store_add_change_listener(store, false, { _, change, context in
-            guard let change, let context else { return }
-            Unmanaged<HeardChangeCopier>.fromOpaque(context).takeUnretainedValue().hear(change.pointee)
-        }, context.toOpaque())
-        guard token != 0 else {
-            context.release()
-            return
-        }
-        listener.attachment.withLock { $0 = Attachment(token: token, context: context) }
+    func openLog(_ capacity: Int) -> UInt64? {
+        let claim = rdx_store_open_action_log(store, capacity, true)
+        return claim == 0 ? nil : claim
     }
+    func closeLog(_ claim: UInt64) { _ = rdx_store_close_action_log(store, claim) }
+    func tickLog() { _ = rdx_store_tick_action_log(store) }
 
-    /// What ``add(_:)`` registered.
-    private struct Attachment: @unchecked Sendable {
-        // @unchecked: the context is released once, by `remove`.
-        let token: UInt64
-        let context: Unmanaged<HeardChangeCopier>
-    }
-
-    func remove(_ listener: InspectorListener) {
-        let attached = listener.attachment.withLock { attachment -> Attachment? in
-            defer { attachment = nil }
-            return attachment as? Attachment
+    /// The store's action log, read through `rdx_store_read_action_log`. The C interface has no
+    /// wake-up: with nothing new, the read says to ask again after
+    /// 5 ms (the least time between two reads of a page's sender).
+    func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? {
+        let reader = HeardChangeReader()
+        var dropped: UInt64 = 0
+        var now: UInt64 = 0
+        let status = withExtendedLifetime(reader) {
+            rdx_store_read_action_log(store, version, limit, { _, change, context in
+                guard let change, let context else { return }
+                Unmanaged<HeardChangeReader>.fromOpaque(context).takeUnretainedValue().read(change.pointee)
+            }, Unmanaged.passUnretained(reader).toOpaque(), nil, &dropped, &now)
         }
-        guard let attached else { return }
-        // Once this returns the listener is not called again: its context can go.
-        _ = rdx_store_remove_change_listener(store, attached.token)
-        attached.context.release()
+        guard status == RDX_OK else { return nil }
+        return LogRead(
+            changes: reader.changes, dropped: dropped, version: now,
+            retryAfter: reader.changes.isEmpty ? .milliseconds(5) : nil)
     }
 
     func state(at version: UInt64?) throws(StoreError) -> (version: UInt64, value: JSONValue) {
@@ -106,26 +101,20 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     static var lastError: String { rdx_last_error().map { String(cString: $0) } ?? "" }
 }
 
-/// Copies each change the inspector's listener hears into a ``HeardChange`` for its log. Called
-/// under the store's lock, once per action: it copies the identifier and the payload (which C
-/// only lends for the call) and nothing that grows with the state; the file's name is copied
-/// once for all the changes dispatched from one file.
-final class HeardChangeCopier: @unchecked Sendable {
-    // @unchecked: `file` and `fileName` are used by `hear` alone, which the store calls for one
-    // action at a time.
-    let listener: InspectorListener
-    /// The last source file heard, copied, and its name.
-    private var file: UnsafeMutablePointer<CChar>?
+/// Copies the changes of one read of a C store's action log into ``HeardChange``s (C lends
+/// their trees and strings for the call only); a file's name is made once for all the changes
+/// dispatched from that file.
+final class HeardChangeReader: @unchecked Sendable {
+    // @unchecked: used by one read, on one thread.
+    private(set) var changes: [LoggedChange] = []
+    /// The last source file read and its name.
+    private var file: String?
     private var fileName: String?
 
-    init(_ listener: InspectorListener) { self.listener = listener }
-
-    deinit { free(file) }
-
-    func hear(_ change: rdx_change) {
+    func read(_ change: rdx_change) {
         var payload: JSONValue?
         if let tree = change.payload { payload = try? JSONCDecoder().decode(JSONValue.self, from: tree) }
-        listener.receive(.heard(HeardChange(
+        changes.append(.heard(HeardChange(
             version: change.version, identifier: String(cString: change.identifier), payload: payload,
             file: change.file.map(name(of:)), line: change.line,
             batch: change.batch_last > 0 ? change.batch_first...change.batch_last : nil, time: change.time_ns)))
@@ -133,11 +122,10 @@ final class HeardChangeCopier: @unchecked Sendable {
 
     /// `path`'s last component.
     private func name(of path: UnsafePointer<CChar>) -> String {
-        if let file, let fileName, strcmp(file, path) == 0 { return fileName }
-        free(file)
-        file = strdup(path)
         let text = String(cString: path)
+        if text == file, let fileName { return fileName }
         let name = text.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? text
+        file = text
         fileName = name
         return name
     }

@@ -359,6 +359,91 @@ static void test_release_removes(void)
     free(calls);
 }
 
+/* ---- The action log (rdx_store_open_action_log and its readers). */
+
+static void test_action_log(void)
+{
+    rdx_store *store = util_counter_store();
+    heard h;
+    char identifier[32], file[32];
+    json_object *payload;
+    size_t count = 99;
+    uint64_t dropped = 99, version = 99, first, second;
+    int i;
+    TEST("the action log: claims, the newest changes in order, what the caller lent kept, bad arguments");
+    heard_init(&h);
+
+    /* No claim: no log. */
+    CHECK_STATUS(rdx_store_read_action_log(store, 0, 10, record_change, &h, &count, &dropped, &version), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "no action log") != NULL);
+    CHECK_EQ_INT(count, 99);
+    CHECK_EQ_INT(rdx_store_open_action_log(NULL, 10, false), 0);
+    CHECK(strstr(rdx_last_error(), "store is NULL") != NULL);
+    CHECK_STATUS(rdx_store_close_action_log(store, 12345), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "not an open claim") != NULL);
+    CHECK_STATUS(rdx_store_tick_action_log(NULL), RDX_EINVAL);
+
+    first = rdx_store_open_action_log(store, 4, false);
+    second = rdx_store_open_action_log(store, 2, true);
+    CHECK(first != 0 && second != 0 && first != second);
+    CHECK_STATUS(rdx_store_read_action_log(store, 0, 10, NULL, &h, NULL, NULL, NULL), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "each is NULL") != NULL);
+
+    /* Identifiers and payloads from buffers the caller reuses and frees: the log keeps copies. */
+    for (i = 1; i <= 6; i++) {
+        snprintf(identifier, sizeof identifier, i % 2 ? "inc" : "add");
+        snprintf(file, sizeof file, "file%d.c", i);
+        payload = i % 2 ? NULL : json_object_new_int(i);
+        CHECK_STATUS(rdx_store_dispatch_action_at(store, identifier, payload, file, 100 + i), RDX_OK);
+        json_object_put(payload);
+        memset(identifier, 'x', sizeof identifier - 1);
+        memset(file, 'y', sizeof file - 1);
+    }
+    CHECK_STATUS(rdx_store_read_action_log(store, 0, 10, record_change, &h, &count, &dropped, &version), RDX_OK);
+    /* The largest claim: the newest 4 of 6. */
+    CHECK_EQ_INT(count, 4);
+    CHECK_EQ_INT(dropped, 2);
+    CHECK_EQ_INT(version, 6);
+    CHECK_EQ_INT(h.count, 4);
+    for (i = 0; i < h.count && i < 4; i++) {
+        CHECK_EQ_INT(h.versions[i], 3 + i);
+        CHECK(strcmp(h.identifiers[i], (3 + i) % 2 ? "inc" : "add") == 0);
+        CHECK(strcmp(h.patches[i], "(null)") == 0);
+        CHECK_EQ_INT(h.lines[i], 103 + i);
+        CHECK(h.times[i] > 0);
+    }
+    CHECK(strcmp(h.payloads[0], "(null)") == 0);
+    CHECK(strcmp(h.payloads[1], "4") == 0);
+    CHECK(strcmp(h.files[1], "file4.c") == 0);
+    CHECK_EQ_INT(h.counts_seen[0], util_count(store)); /* `each` may call the store */
+
+    /* After a version, at most `limit`. */
+    heard_init(&h);
+    CHECK_STATUS(rdx_store_read_action_log(store, 4, 1, record_change, &h, &count, &dropped, NULL), RDX_OK);
+    CHECK_EQ_INT(count, 1);
+    CHECK_EQ_INT(dropped, 0);
+    CHECK_EQ_INT(h.versions[0], 5);
+    heard_init(&h);
+    CHECK_STATUS(rdx_store_read_action_log(store, 6, 10, record_change, &h, &count, NULL, NULL), RDX_OK);
+    CHECK_EQ_INT(count, 0);
+    CHECK_EQ_INT(h.count, 0);
+
+    /* Closing the larger claim leaves the smaller's: the newest 2. */
+    CHECK_STATUS(rdx_store_close_action_log(store, first), RDX_OK);
+    CHECK_STATUS(rdx_store_close_action_log(store, first), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_tick_action_log(store), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    heard_init(&h);
+    CHECK_STATUS(rdx_store_read_action_log(store, 0, 10, record_change, &h, &count, &dropped, &version), RDX_OK);
+    CHECK_EQ_INT(count, 2);
+    CHECK_EQ_INT(h.versions[0], 6);
+    CHECK_EQ_INT(h.versions[1], 7);
+    CHECK_STATUS(rdx_store_close_action_log(store, second), RDX_OK);
+    CHECK_STATUS(rdx_store_read_action_log(store, 0, 10, record_change, &h, NULL, NULL, NULL), RDX_EINVAL);
+    CHECK_EQ_INT(rdx_store_version(store), 7);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     check_watchdog(CHECK_TEST_SECONDS);
@@ -370,5 +455,6 @@ int main(void)
     test_threads();
     test_journal_source();
     test_release_removes();
+    test_action_log();
     return check_report();
 }

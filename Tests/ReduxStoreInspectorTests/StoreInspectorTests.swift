@@ -378,6 +378,24 @@ extension InspectorTests {
             #expect(stopped, "the last page gone, the log stops")
         }
 
+        @Test("two inspectors of one store: stopping one leaves the other's log and pages as they were")
+        func twoInspectors() async throws {
+            let store = Store(reducers: [reducer], state: Todos())
+            let first = try await StoreInspector(store)
+            let second = try await StoreInspector(store)
+            defer { Task { await second.stop() } }
+            store.dispatchAction(AddTodo(title: "a"))
+            await first.stop()
+            store.dispatchAction(AddTodo(title: "b"))
+            _ = try await connectPage(second) { page, _ in
+                let hello = await page.wait { $0["type"] as? String == "hello" }
+                #expect((hello?["log"] as? [[String: Any]])?.map { $0["version"] as? Int } == [1, 2])
+                store.dispatchAction(AddTodo(title: "c"))
+                let change = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 3 }
+                #expect((change?["patch"] as? [[String: Any]])?.first?["path"] as? String == "/todos/2")
+            }
+        }
+
         @Test("a page that falls behind is told of the gap; dispatch never waits for it")
         func slowPage() async throws {
             let store = Store(reducers: [reducer], state: Todos())

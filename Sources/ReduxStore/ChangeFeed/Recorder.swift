@@ -99,7 +99,7 @@ struct JournalWait {
 }
 
 /// The records of the last applied actions, without patches, oldest first
-/// (``Store/keepActionLog(_:ticked:)``): a ring of ``capacity`` records in the store's core, touched under
+/// (``Store/openActionLog(_:ticked:)``): a ring of ``capacity`` records in the store's core, touched under
 /// the store's lock only. Its reader (``Store/readActionLog(after:limit:includingState:wake:)``)
 /// may leave a wake-up that the next record calls, so it can wait for changes without polling
 /// and without a call per action.
@@ -143,13 +143,57 @@ struct ActionLog {
     /// Whether a ticker says when to read the clock again (``tick()``); otherwise every record
     /// reads it.
     private var ticked = false
+    /// The kept copy of the C caller's file name the last record was dispatched from: a program
+    /// dispatches from few files, most often again from the last one, found here by comparing
+    /// its bytes rather than in ``KeptNames/files`` (a lock and a hash).
+    private var lastSource: DispatchSite?
+    /// The readers' claims (``Store/openActionLog(_:ticked:)``): the log keeps as many records as
+    /// the largest asks for, ticked when every one is.
+    private var claims: [UInt64: (capacity: Int, ticked: Bool)] = [:]
+    private var lastClaim: UInt64 = 0
 
     /// Whether records are kept.
     var isOn: Bool { @inline(__always) get { capacity > 0 } }
 
+    /// `source` owning its file name (``DispatchSite/kept()``), for a record kept after its
+    /// dispatch returned.
+    @inline(__always)
+    mutating func keep(_ source: DispatchSite) -> DispatchSite {
+        guard source.borrowed, let file = source.file else { return source }
+        if let lastSource, let kept = lastSource.file, lastSource.count == source.count,
+            memcmp(kept, file, source.count) == 0
+        {
+            return DispatchSite(kept: lastSource, line: source.line)
+        }
+        let kept = source.kept()
+        if kept.file != nil { lastSource = kept }
+        return kept
+    }
+
+    /// Adds a reader's claim; its token.
+    mutating func open(_ capacity: Int, ticked: Bool) -> UInt64 {
+        lastClaim += 1
+        claims[lastClaim] = (max(capacity, 0), ticked)
+        fitClaims()
+        return lastClaim
+    }
+
+    /// Removes a reader's claim; false for an unknown token.
+    mutating func close(_ token: UInt64) -> Bool {
+        guard claims.removeValue(forKey: token) != nil else { return false }
+        fitClaims()
+        return true
+    }
+
+    private mutating func fitClaims() {
+        resize(
+            to: claims.values.map(\.capacity).max() ?? 0,
+            ticked: !claims.isEmpty && claims.values.allSatisfy(\.ticked))
+    }
+
     /// Keeps the newest `capacity` records (0: none), the newest of those it has; with `ticked`,
     /// a record reads the clock only after a ``tick()``.
-    mutating func resize(to capacity: Int, ticked: Bool) {
+    private mutating func resize(to capacity: Int, ticked: Bool) {
         self.ticked = ticked
         clockDue = true
         guard capacity != self.capacity else { return }
@@ -355,7 +399,7 @@ struct ActionLog {
 }
 
 extension Store {
-    /// Appends `action`'s record to the action log (``Store/keepActionLog(_:ticked:)``), owning what it
+    /// Appends `action`'s record to the action log (``Store/openActionLog(_:ticked:)``), owning what it
     /// holds as ``makeRecordLocked(_:at:batch:source:patch:patchError:)``'s does. The caller holds
     /// the lock and has checked that the log is on.
     @inline(__always)
@@ -363,7 +407,7 @@ extension Store {
         let core = core.unsafe.valuePointer
         core.pointee.actionLog.stamp(version)
         if let batch, batch.lowerBound == version { core.pointee.actionLog.noteBatch(batch) }
-        let source = source.borrowed ? source.kept() : source
+        let source = core.pointee.actionLog.keep(source)
         // The copier tested first: `if let` alone retains and releases it on every dispatch.
         if journalCopier != nil, let journalCopier {
             core.pointee.actionLog.append(journalCopier(action), version: version, source: source)

@@ -42,7 +42,7 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Invariant: `file` is `nil` (no source known) or points at `count` bytes of UTF-8 and a NUL that stay
 /// valid for the life of the program (a Swift `#fileID` literal, or a C file name copied once
-/// into ``CFileNames``), unless `borrowed` is true: then they are a C caller's, valid only
+/// into ``KeptNames/files``), unless `borrowed` is true: then they are a C caller's, valid only
 /// until its dispatch returns, and whatever keeps the site past that call takes
 /// ``kept()`` instead (the record of an applied action does, under the store's lock, which is
 /// still within the call).
@@ -106,11 +106,11 @@ package struct DispatchSite: Sendable {
     }
 
     /// A site named by a string (a source another process recorded), its name copied once per
-    /// distinct name (``CFileNames``); unknown past that table's limit or for an empty name.
+    /// distinct name (``KeptNames/files``); unknown past that table's limit or for an empty name.
     package init(keeping fileID: String, line: UInt) {
         var name = fileID
         let kept = name.withUTF8 { bytes in
-            bytes.isEmpty ? nil : CFileNames.intern(UnsafeRawBufferPointer(bytes))
+            bytes.isEmpty ? nil : KeptNames.files.intern(UnsafeRawBufferPointer(bytes))
         }
         guard let kept else {
             self.init(file: nil, bits: 0)
@@ -136,10 +136,15 @@ package struct DispatchSite: Sendable {
     var isKnown: Bool { file != nil }
 
     /// This site, with bytes that live as long as the program: a borrowed C name is copied once
-    /// per distinct name (``CFileNames``).
+    /// per distinct name (``KeptNames/files``).
+    /// A kept site's file name at another line.
+    init(kept site: DispatchSite, line: UInt) {
+        self.init(file: site.file, count: site.count, line: line, borrowed: false)
+    }
+
     package func kept() -> DispatchSite {
         guard borrowed, let file else { return self }
-        guard let name = CFileNames.intern(UnsafeRawBufferPointer(start: file, count: count)) else {
+        guard let name = KeptNames.files.intern(UnsafeRawBufferPointer(start: file, count: count)) else {
             return .unknown
         }
         return DispatchSite(file: name.baseAddress, count: name.count, line: line, borrowed: false)
@@ -162,13 +167,23 @@ package struct DispatchSite: Sendable {
     }
 }
 
-/// The C file names dispatches were recorded with, each copied once and kept for the life of the
-/// process, so that a record of an action (a journal's line written later) can point at it. A
-/// program names a fixed set of files (`__FILE__`); past ``limit`` distinct names, further ones
-/// are recorded as no source rather than kept without bound.
-package enum CFileNames {
-    /// The most names kept; past it a new name's site is recorded as unknown.
-    package static let limit = 4096
+/// Names kept for the life of the process, each copied once (with a NUL after it), so that a
+/// record kept after its dispatch returned (a journal's line written later, the action log) can
+/// point at a name a C caller only lent: the C file names dispatches were recorded with
+/// (``files``), the identifiers of logged C actions (``identifiers``). A program names a fixed set
+/// of files (`__FILE__`) and identifiers; past ``limit`` distinct names a new one is not kept (the
+/// caller records no source, or copies the action).
+package final class KeptNames: @unchecked Sendable {
+    // @unchecked: the table is reached only under its lock; the buffers it holds are never
+    // written after they were filled.
+
+    /// The C file names of recorded dispatches (`RDX_MAX_SOURCE_FILES`).
+    package static let files = KeptNames(limit: 4096)
+    /// The identifiers of logged C actions (`RDX_MAX_LOGGED_IDENTIFIERS`).
+    package static let identifiers = KeptNames(limit: 4096)
+
+    /// The most names kept; past it ``intern(_:)`` returns `nil` for a new one.
+    package let limit: Int
 
     private struct Table {
         /// Each name's copy, by its bytes.
@@ -178,15 +193,19 @@ package enum CFileNames {
         var byAddress: [UInt: UnsafeRawBufferPointer] = [:]
     }
 
-    // nonisolated(unsafe): the table is reached only under its lock; the buffers it holds are
-    // never written after they were filled.
-    private nonisolated(unsafe) static let table = Locked(Table())
+    private let table = Locked(Table())
+
+    private init(limit: Int) { self.limit = limit }
 
     /// The kept copy of `bytes`; `nil` past ``limit`` names.
-    static func intern(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+    package func intern(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         table.withLock { table in
             let address = UInt(bitPattern: bytes.baseAddress)
-            if let kept = table.byAddress[address], kept.elementsEqual(bytes) { return kept }
+            if let kept = table.byAddress[address], kept.count == bytes.count,
+                bytes.isEmpty || memcmp(kept.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+            {
+                return kept
+            }
             let key = Array(bytes)
             let kept: UnsafeRawBufferPointer
             if let known = table.byContent[key] {

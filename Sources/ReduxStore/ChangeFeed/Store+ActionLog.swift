@@ -12,27 +12,36 @@ package struct ActionLogRead: Sendable {
 }
 
 extension Store {
-    /// Keeps the records of the last `capacity` applied actions (without patches) for a reader
-    /// that reads them when it likes (the live inspector), from now on; 0 stops and frees them.
+    /// Opens a reader's claim on the action log: the store keeps the records of the last
+    /// `capacity` applied actions (without patches; as many as the largest open claim asks for)
+    /// for readers that read them when they like (the live inspector's pages), until every claim
+    /// is closed (``closeActionLog(_:)``). Returns the claim's token.
     ///
     /// A cheaper consumer of the change feed than a listener: a record costs a dispatch a copy
     /// of the action and a few fields into a ring, under the lock the dispatch holds anyway (no
     /// call, no allocation for an action stored inline), and the time: the coarse clock's
-    /// (`CLOCK_REALTIME_COARSE`, a few milliseconds' resolution). With `ticked`, a record reads
-    /// that clock only when ``tickActionLog()`` was called since the last record that read it,
-    /// and otherwise takes the same time: a ticker that calls it every few milliseconds while
-    /// actions are applied spares each dispatch the clock (about 5 ns of a 40 ns dispatch,
-    /// measured with `ProfileDriver inspector-idle`), at the ticker's resolution.
-    package func keepActionLog(_ capacity: Int, ticked: Bool = false) {
-        withCoreLocked { core, _ in core.pointee.actionLog.resize(to: capacity, ticked: ticked) }
+    /// (`CLOCK_REALTIME_COARSE`, a few milliseconds' resolution). When every claim is `ticked`, a
+    /// record reads that clock only when ``tickActionLog()`` was called since the last record
+    /// that read it, and otherwise takes the same time: a ticker that calls it every few
+    /// milliseconds while actions are applied spares each dispatch the clock (about 5 ns of a 40 ns
+    /// dispatch, measured with `ProfileDriver inspector-idle`), at the ticker's resolution.
+    package func openActionLog(_ capacity: Int, ticked: Bool = false) -> UInt64 {
+        withCoreLocked { core, _ in core.pointee.actionLog.open(capacity, ticked: ticked) }
     }
 
-    /// Lets the action log's next record read the clock again (``keepActionLog(_:ticked:)``).
+    /// Closes a claim ``openActionLog(_:ticked:)`` opened; the last one closed, the log stops and
+    /// frees its records. False for a token that is not an open claim of this store.
+    @discardableResult
+    package func closeActionLog(_ token: UInt64) -> Bool {
+        withCoreLocked { core, _ in core.pointee.actionLog.close(token) }
+    }
+
+    /// Lets the action log's next record read the clock again (``openActionLog(_:ticked:)``).
     package func tickActionLog() {
         withCoreLocked { core, _ in core.pointee.actionLog.tick() }
     }
 
-    /// Reads the action log (``keepActionLog(_:ticked:)``) at one instant: the records after `version`
+    /// Reads the action log (``openActionLog(_:ticked:)``) at one instant: the records after `version`
     /// (at most the oldest `limit`), the store's version, and with `includingState` when the
     /// records reach that version, the state at it as JSON (encoded under the lock, made JSON outside
     /// it). When there is no record after `version`, `wake` (if given) is left for the next

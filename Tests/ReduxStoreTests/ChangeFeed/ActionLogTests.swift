@@ -24,7 +24,7 @@ struct ActionLogTests {
     func ring() throws {
         let store = Store(reducers: [add], state: Counter())
         #expect(store.readActionLog(after: 0, includingState: false) == nil)
-        store.keepActionLog(4)
+        let claim = store.openActionLog(4)
         for amount in 1...6 { store.dispatchAction(Add(amount: amount)) }
         let read = try #require(store.readActionLog(after: 0, includingState: false))
         #expect(read.records.map(\.version) == [3, 4, 5, 6])
@@ -40,17 +40,35 @@ struct ActionLogTests {
         let rest = try #require(store.readActionLog(after: 5, includingState: true))
         #expect(rest.records.map(\.version) == [6])
         #expect(try rest.state?.get() == (try JSONValue(encoding: Counter(count: 21))))
-        // Shrinking keeps the newest; 0 stops the log.
-        store.keepActionLog(2)
+        // The log keeps what the largest open claim asks for: shrinking keeps the newest; the
+        // last claim closed stops it.
+        let smaller = store.openActionLog(2)
+        #expect(store.readActionLog(after: 0, includingState: false)?.records.map(\.version) == [3, 4, 5, 6])
+        #expect(store.closeActionLog(claim))
+        #expect(!store.closeActionLog(claim))
         #expect(store.readActionLog(after: 0, includingState: false)?.records.map(\.version) == [5, 6])
-        store.keepActionLog(0)
+        #expect(store.closeActionLog(smaller))
+        #expect(store.readActionLog(after: 0, includingState: false) == nil)
+    }
+
+    @Test("two readers' claims: closing one leaves the other's log as it was")
+    func twoClaims() throws {
+        let store = Store(reducers: [add], state: Counter())
+        let first = store.openActionLog(10, ticked: true)
+        let second = store.openActionLog(10, ticked: true)
+        for amount in 1...3 { store.dispatchAction(Add(amount: amount)) }
+        #expect(store.closeActionLog(first))
+        store.dispatchAction(Add(amount: 4))
+        let read = try #require(store.readActionLog(after: 0, includingState: false))
+        #expect(read.records.map(\.version) == [1, 2, 3, 4])
+        #expect(store.closeActionLog(second))
         #expect(store.readActionLog(after: 0, includingState: false) == nil)
     }
 
     @Test("a record keeps the batch's versions and where it was dispatched from")
     func fields() throws {
         let store = Store(reducers: [add], state: Counter())
-        store.keepActionLog(10)
+        _ = store.openActionLog(10)
         let line = #line + 1
         store.dispatchAction(Add(amount: 1))
         store.dispatchActions([Add(amount: 2), Add(amount: 3)])
@@ -62,7 +80,7 @@ struct ActionLogTests {
     @Test("every reader waiting is woken once by the next record, and not again")
     func wakes() throws {
         let store = Store(reducers: [add], state: Counter())
-        store.keepActionLog(10)
+        let claim = store.openActionLog(10)
         let wakes = Wakes()
         // A reader that finds records leaves no wake-up.
         store.dispatchAction(Add(amount: 1))
@@ -76,14 +94,14 @@ struct ActionLogTests {
         #expect(wakes.all == [1, 1, 0, 0])
         // Stopping the log wakes whoever waits, so no reader waits for a log that is gone.
         _ = store.readActionLog(after: 3, includingState: false, wake: wakes.wake(2))
-        store.keepActionLog(0)
+        store.closeActionLog(claim)
         #expect(wakes.all == [1, 1, 1, 0])
     }
 
     @Test("ticked, a record reads the clock only after a tick; otherwise each reads it")
     func ticked() throws {
         let store = Store(reducers: [add], state: Counter())
-        store.keepActionLog(10, ticked: true)
+        _ = store.openActionLog(10, ticked: true)
         // The coarse clock moves every few milliseconds: 30 ms apart, two readings differ.
         store.dispatchAction(Add(amount: 1))
         Thread.sleep(forTimeInterval: 0.03)
@@ -97,7 +115,8 @@ struct ActionLogTests {
         let now = Int64(Date().timeIntervalSince1970 * 1e9)
         #expect(abs(now - times[2]) < 10_000_000_000, "the time is the wall clock's")
 
-        store.keepActionLog(10, ticked: false)
+        // A claim that is not ticked: every record reads the clock again.
+        _ = store.openActionLog(10)
         Thread.sleep(forTimeInterval: 0.03)
         store.dispatchAction(Add(amount: 1))
         Thread.sleep(forTimeInterval: 0.03)
@@ -125,7 +144,7 @@ extension ActionLogTests {
         let before = aliveReferences.withLock { $0 }
         do {
             let store = Store(reducers: [add], state: Counter())
-            store.keepActionLog(5)
+            let claim = store.openActionLog(5)
             for round in 0..<40 {
                 switch round % 4 {
                 case 0: store.dispatchAction(Add(amount: round))
@@ -145,7 +164,8 @@ extension ActionLogTests {
                 #expect((records[3].action as? Wide)?.a == 1)
                 #expect((records[4].action as? JSONAction)?.payload == ["n": .int(39)])
             }
-            store.keepActionLog(2)
+            _ = store.openActionLog(2)
+            store.closeActionLog(claim)
             #expect(aliveReferences.withLock { $0 } - before == 0, "the Held action dropped by the shrink is let go")
             store.dispatchAction(Held())
             store.dispatchAction(Held())
