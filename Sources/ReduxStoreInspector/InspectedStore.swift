@@ -442,9 +442,7 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
             }
             return (version, try JSONValue(encoding: state))
         }
-        return try store.withLockedState { (state, version) throws(StoreError) in
-            (version, try JSONValue(encoding: state))
-        }
+        return try store.jsonSnapshot()
     }
 
     func restore(version: UInt64) throws(StoreError) -> UInt64 {
