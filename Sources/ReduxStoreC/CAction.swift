@@ -10,6 +10,7 @@ import Glibc
 /// Kept past the call (enqueued, or dispatched from inside a reducer), it owns copies:
 /// ``Storage`` frees them when the last copy of the action is gone.
 struct CAction: Action, @unchecked Sendable {
+    // Three words at most: ``stored(in:)`` reads it from an existential's inline buffer.
     // @unchecked: the pointers are read only, by the one thread applying the action; an owned
     // payload is a private deep copy no other code references.
     let identifierPointer: UnsafePointer<CChar>
@@ -70,6 +71,20 @@ extension Action {
     }
 }
 
+extension CAction {
+    /// The ``CAction`` `action` holds, if it holds one: found by comparing its type and read from
+    /// the existential's inline buffer (three words: a CAction's size), without the runtime's
+    /// cast, which cost the action log's copy of every C action about 140 instructions
+    /// (callgrind, `Benchmarks/C/inspector_dispatch.c`'s loop; Benchmarks/README.md).
+    @inline(__always)
+    static func stored(in action: any Action) -> CAction? {
+        guard type(of: action) == CAction.self else { return nil }
+        return withUnsafePointer(to: action) { container in
+            UnsafeRawPointer(container).assumingMemoryBound(to: CAction.self).pointee
+        }
+    }
+}
+
 extension CAction: JournalRecordable {
     /// The action owning copies of its identifier and payload (itself if it already does): a
     /// journal writes it after the dispatch returned. If memory runs out, the identifier alone.
@@ -105,7 +120,7 @@ final class CActionKeeper: @unchecked Sendable {
     private var last: (address: UnsafePointer<CChar>, kept: UnsafePointer<CChar>)?
 
     func keep(_ action: any Action) -> any Action {
-        guard let action = action.asCAction else { return action }
+        guard let action = CAction.stored(in: action) else { return action }
         guard action.storage == nil, action.payload == nil else { return action.ownedForJournal() }
         let identifier = action.identifierPointer
         if let last, last.address == identifier, strcmp(last.kept, identifier) == 0 {
