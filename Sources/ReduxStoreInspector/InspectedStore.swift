@@ -246,54 +246,15 @@ final class InspectedStore: Sendable {
 package enum LoggedChange: Sendable {
     /// A Swift store's record: its payload is made into JSON when it is sent, not when applied.
     case record(ChangeRecord)
-    /// A recorded journal's line, as JSON values.
+    /// A change made into JSON values: a C store's (read from its log through the C interface),
+    /// or a recorded journal's line.
     case plain(PlainChange)
-    /// A change a listener heard (a C store's): its parts copied for later, as they came.
-    case heard(HeardChange)
 
     package var version: UInt64 {
         switch self {
         case .record(let record): record.version
         case .plain(let plain): plain.version
-        case .heard(let heard): heard.version
         }
-    }
-}
-
-/// A change as a listener heard it, copied under the store's lock as cheaply as it can be (the
-/// trees and strings it was handed are only borrowed for the call); made into a ``PlainChange``
-/// when sent.
-package struct HeardChange: Sendable {
-    package var version: UInt64
-    package var identifier: String
-    package var payload: JSONValue?
-    /// The name of the file it was dispatched from (its last path component), and the line.
-    package var file: String?
-    package var line: UInt32
-    package var batch: ClosedRange<UInt64>?
-    /// When it was applied: nanoseconds since 1970 (UTC).
-    package var time: Int64
-
-    package init(
-        version: UInt64, identifier: String, payload: JSONValue?, file: String?, line: UInt32,
-        batch: ClosedRange<UInt64>?, time: Int64
-    ) {
-        self.version = version
-        self.identifier = identifier
-        self.payload = payload
-        self.file = file
-        self.line = line
-        self.batch = batch
-        self.time = time
-    }
-
-    /// The change as JSON values (no patch: the page's sender makes patches from states).
-    var plain: PlainChange {
-        let seconds = time.quotientAndRemainder(dividingBy: 1_000_000_000)
-        return PlainChange(
-            version: version, identifier: identifier, payload: payload, typed: false, patch: nil,
-            source: file.map { "\($0):\(line)" }, batch: batch,
-            time: PlainChange.timeText(timespec(tv_sec: Int(seconds.quotient), tv_nsec: Int(seconds.remainder))))
     }
 }
 

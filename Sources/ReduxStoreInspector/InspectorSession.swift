@@ -241,7 +241,6 @@ final class InspectorSession: Sendable {
     static func change(_ change: LoggedChange, includingPatch: Bool) -> JSONValue {
         switch change {
         case .record(let record): return Self.change(record, includingPatch: includingPatch)
-        case .heard(let heard): return Self.change(.plain(heard.plain), includingPatch: includingPatch)
         case .plain(let plain):
             return [
                 "type": "change",

@@ -52,13 +52,13 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     /// wake-up: with nothing new, the read says to ask again after
     /// 5 ms (the least time between two reads of a page's sender).
     func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? {
-        let reader = HeardChangeReader()
+        let reader = LogReader()
         var dropped: UInt64 = 0
         var now: UInt64 = 0
         let status = withExtendedLifetime(reader) {
             rdx_store_read_action_log(store, version, limit, { _, change, context in
                 guard let change, let context else { return }
-                Unmanaged<HeardChangeReader>.fromOpaque(context).takeUnretainedValue().read(change.pointee)
+                Unmanaged<LogReader>.fromOpaque(context).takeUnretainedValue().read(change.pointee)
             }, Unmanaged.passUnretained(reader).toOpaque(), nil, &dropped, &now)
         }
         guard status == RDX_OK else { return nil }
@@ -101,10 +101,10 @@ final class CStoreAccess: StoreAccess, @unchecked Sendable {
     static var lastError: String { rdx_last_error().map { String(cString: $0) } ?? "" }
 }
 
-/// Copies the changes of one read of a C store's action log into ``HeardChange``s (C lends
-/// their trees and strings for the call only); a file's name is made once for all the changes
+/// Makes the changes of one read of a C store's action log into ``PlainChange``s (C lends their
+/// trees and strings for the call only); a file's name is made once for all the changes
 /// dispatched from that file.
-final class HeardChangeReader: @unchecked Sendable {
+final class LogReader: @unchecked Sendable {
     // @unchecked: used by one read, on one thread.
     private(set) var changes: [LoggedChange] = []
     /// The last source file read and its name.
@@ -114,10 +114,12 @@ final class HeardChangeReader: @unchecked Sendable {
     func read(_ change: rdx_change) {
         var payload: JSONValue?
         if let tree = change.payload { payload = try? JSONCDecoder().decode(JSONValue.self, from: tree) }
-        changes.append(.heard(HeardChange(
+        let seconds = change.time_ns.quotientAndRemainder(dividingBy: 1_000_000_000)
+        changes.append(.plain(PlainChange(
             version: change.version, identifier: String(cString: change.identifier), payload: payload,
-            file: change.file.map(name(of:)), line: change.line,
-            batch: change.batch_last > 0 ? change.batch_first...change.batch_last : nil, time: change.time_ns)))
+            typed: false, patch: nil, source: change.file.map { "\(name(of: $0)):\(change.line)" },
+            batch: change.batch_last > 0 ? change.batch_first...change.batch_last : nil,
+            time: PlainChange.timeText(timespec(tv_sec: Int(seconds.quotient), tv_nsec: Int(seconds.remainder))))))
     }
 
     /// `path`'s last component.
