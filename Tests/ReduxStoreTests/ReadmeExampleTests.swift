@@ -27,16 +27,18 @@ struct ReadmeExampleTests {
             }
         }
 
-        let todos: Reducer<AppState> = { state, action in
-            switch action as? TodoAction {
-            case .add(let title)?: state.todos.append(title)
-            case .toggle(let index)?:
+        // Each reducer names the actions it is for; the store finds them by the action's type and
+        // hands the action over typed: no cast.
+        var reducers = Reducers<AppState>()
+        reducers.on(TodoAction.self) { state, action in
+            switch action {
+            case .add(let title): state.todos.append(title)
+            case .toggle(let index):
                 if state.done.remove(index) == nil { state.done.insert(index) }
-            case nil: break
             }
         }
 
-        let store = Store(reducers: [todos], state: AppState())
+        let store = Store(reducers: reducers, state: AppState())
 
         // Synchronous observer: runs on the dispatching thread, once per action, in order.
         let token = store.addObserver { note in
