@@ -45,7 +45,16 @@
  * store inherited from the parent they are undefined if another thread of the parent was inside
  * it when fork() was called.
  *
- * Link with -lreduxstore (pkg-config --cflags --libs reduxstore), and json-c.
+ * Link with -lreduxstore (pkg-config --cflags --libs reduxstore), and json-c. Installed
+ * (scripts/install), the library is libreduxstore.so.0, the binary interface of this header's
+ * major version 0 and minor version 2 on, with libreduxstore.so linking to it.
+ *
+ * Changes of the binary interface:
+ *   0.2.0  rdx_reducer gained `identifier`, its last field: a reducer sees only the actions of
+ *          that identifier (NULL: every action). A program built against 0.1 must be built again
+ *          (the struct grew); its `{reduce, context}` initializers still compile and mean what
+ *          they meant (NULL identifier), but an rdx_reducer whose fields are assigned one by one
+ *          must set `identifier` too. The libraries got versioned names (libreduxstore.so.0).
  */
 #ifndef REDUXSTORE_H
 #define REDUXSTORE_H
@@ -67,11 +76,11 @@ extern "C" {
 
 /* The version of this header. rdx_version() gives the library's, to compare at run time. */
 #define RDX_VERSION_MAJOR 0
-#define RDX_VERSION_MINOR 1
+#define RDX_VERSION_MINOR 2
 #define RDX_VERSION_PATCH 0
-#define RDX_VERSION "0.1.0"
+#define RDX_VERSION "0.2.0"
 /* MAJOR * 1000000 + MINOR * 1000 + PATCH */
-#define RDX_VERSION_NUMBER 1000
+#define RDX_VERSION_NUMBER 2000
 
 /* Limits on input; past any of them a call returns RDX_ELIMIT and changes nothing. */
 #define RDX_MAX_NESTING_DEPTH 256          /* arrays and objects inside each other */
@@ -113,10 +122,26 @@ typedef enum rdx_status {
 typedef void (*rdx_reduce_fn)(json_object *state, const char *identifier,
                               json_object *payload, void *context);
 
-/* A reducer and the context it is called with. */
+/*
+ * A reducer, the context it is called with, and the identifier of the actions it handles.
+ *
+ * With an identifier, the reducer is called only for actions of exactly that identifier (its
+ * bytes compared; copied by the store, so it need not outlive the call that creates the store).
+ * NULL: for every action. For each action the store calls the reducers that apply, in the order
+ * they are listed, finding them by one lookup of the action's identifier, however many reducers
+ * there are. An identifier longer than RDX_MAX_IDENTIFIER_LENGTH is RDX_ELIMIT, one that is not
+ * UTF-8 RDX_EDECODE, and the store is not created.
+ *
+ *     rdx_reducer reducers[] = {
+ *         {count_added, NULL, "todo/add"},
+ *         {count_removed, NULL, "todo/remove"},
+ *         {log_every_action, log, NULL},
+ *     };
+ */
 typedef struct rdx_reducer {
     rdx_reduce_fn reduce;
     void *context;
+    const char *identifier;
 } rdx_reducer;
 
 /*
@@ -139,13 +164,15 @@ typedef void (*rdx_release_fn)(void *context);
 
 /*
  * Creates a store holding a deep copy of `initial_state` (borrowed), with `reducer_count`
- * reducers run in array order (the array is copied; the contexts are kept).
+ * reducers run in array order, each for the actions of its identifier (the array and the
+ * identifiers are copied; the contexts are kept).
  * Returns a NEW store with one reference, or NULL with *status (if status is not NULL) set:
  *   RDX_EINVAL  initial_state is NULL (how json-c's parsers say they failed, and how json-c
  *               holds JSON null: a C store's state is never null), reducers is NULL with a
  *               non-zero count, or a reducer's function is NULL;
- *   RDX_ELIMIT  initial_state nested deeper than RDX_MAX_NESTING_DEPTH;
- *   RDX_EDECODE initial_state holds a non-finite number;
+ *   RDX_ELIMIT  initial_state nested deeper than RDX_MAX_NESTING_DEPTH, or a reducer's
+ *               identifier longer than RDX_MAX_IDENTIFIER_LENGTH;
+ *   RDX_EDECODE initial_state holds a non-finite number, or a reducer's identifier is not UTF-8;
  *   RDX_ENOMEM  memory ran out.
  */
 RDX_API rdx_store *rdx_store_create(json_object *initial_state, const rdx_reducer *reducers,

@@ -10,7 +10,7 @@
  *
  *     rdx_status status;
  *     json_object *zero = json_tokener_parse("{\"count\":0}");
- *     rdx_reducer reducers[] = {{count_reducer, NULL}};
+ *     rdx_reducer reducers[] = {{count_reducer, NULL, NULL}};
  *     rdx_store *store = rdx_store_open_stream("", "tally", zero, reducers, 1, &status);
  *     json_object_put(zero);
  *     if (!store) { fprintf(stderr, "%s\n", rdx_last_error()); return 1; }

@@ -74,7 +74,7 @@ static void inc_reduce(json_object *state, const char *identifier, json_object *
 
 static rdx_store *make_store(int members)
 {
-    rdx_reducer reducer = {inc_reduce, NULL};
+    rdx_reducer reducer = {inc_reduce, NULL, NULL};
     json_object *state = json_object_new_object();
     rdx_status status;
     char key[16];

@@ -55,7 +55,7 @@ static double measure(size_t count, int actions, const char *pointer, long *call
 {
     json_object *state = json_object_new_object();
     json_object *todos = json_object_new_array_ext((int)count);
-    rdx_reducer reducer = {toggle_reduce, NULL};
+    rdx_reducer reducer = {toggle_reduce, NULL, NULL};
     rdx_store *store;
     double start, elapsed;
     size_t i;

@@ -73,8 +73,8 @@ int main(void)
         "{\"todos\": [], \"nextID\": 1, \"stats\": {\"open\": 0, \"done\": 0}}");
     int actions_seen = 0;
     rdx_reducer reducers[] = {
-        { todos_reducer, NULL },
-        { stats_reducer, &actions_seen },
+        { todos_reducer, NULL, NULL },         /* every action */
+        { stats_reducer, &actions_seen, NULL },
     };
     rdx_status status;
     rdx_store *store = rdx_store_create(initial, reducers, 2, &status);

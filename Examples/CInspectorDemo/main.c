@@ -43,7 +43,7 @@ static void reduce(json_object *state, const char *identifier, json_object *payl
 
 int main(int argc, char **argv)
 {
-    rdx_reducer reducer = {reduce, NULL};
+    rdx_reducer reducer = {reduce, NULL, NULL};
     rdx_inspector_options options;
     const char *identifiers[] = {"todo.add", "todo.toggle", NULL};
     const char *journal = NULL;

@@ -19,7 +19,7 @@ public func rdx_store_create_with_middleware(
         let initialState = try CInput.required(initialState, "initial_state")
         try CInput.tree(initialState, "initial_state")
         let state = JSONCTree(adopting: try JSONCTree.deepCopy(initialState))
-        return JSONCTreeStoreCore.makeHandle(
+        return try JSONCTreeStoreCore.makeHandle(
             state: state, version: 0, reducers: reducers, middleware: middleware)
     }
 }

@@ -16,7 +16,7 @@ public func rdx_store_create_forwarding(
         guard let forward else { throw StoreError(.invalidArgument, "forward is NULL") }
         try CInput.tree(state, "state")
         let tree = JSONCTree(adopting: try JSONCTree.deepCopy(state))
-        return JSONCTreeStoreCore.makeHandle(
+        return try JSONCTreeStoreCore.makeHandle(
             state: tree, version: version, reducers: reducers,
             forwarding: CForwarding(function: forward, context: context, release: releaseContext))
     }

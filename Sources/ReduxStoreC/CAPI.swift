@@ -19,7 +19,7 @@ public func rdx_store_create(
         // Checked here with its name in the words; then copied as it is (not checked again).
         try CInput.tree(initialState, "initial_state")
         let state = JSONCTree(adopting: try JSONCTree.deepCopy(initialState))
-        return JSONCTreeStoreCore.makeHandle(state: state, version: 0, reducers: reducers)
+        return try JSONCTreeStoreCore.makeHandle(state: state, version: 0, reducers: reducers)
     }
 }
 
@@ -37,7 +37,7 @@ public func rdx_store_open(
                 .corrupt, "\(path): state: null cannot be a C store's state (its reducers "
                     + "could not mutate it)")
         }
-        return JSONCTreeStoreCore.makeHandle(state: state, version: version, reducers: reducers)
+        return try JSONCTreeStoreCore.makeHandle(state: state, version: version, reducers: reducers)
     }
 }
 
@@ -251,20 +251,5 @@ func constructing(
     } catch {
         status?.pointee = error.record()
         return nil
-    }
-}
-
-/// The reducers C passes to a constructor, checked and copied.
-enum CReducerList {
-    static func check(_ reducers: UnsafePointer<rdx_reducer>?, _ count: Int) throws(StoreError)
-        -> [rdx_reducer]
-    {
-        guard count > 0 else { return [] }
-        let reducers = try CInput.required(reducers, "reducers")
-        let list = Array(UnsafeBufferPointer(start: reducers, count: count))
-        for (index, reducer) in list.enumerated() where reducer.reduce == nil {
-            throw StoreError(.invalidArgument, "reducers[\(index)].reduce is NULL")
-        }
-        return list
     }
 }

@@ -15,11 +15,11 @@ final class JSONCTreeStoreCore: CStoreCore {
     static func makeHandle(
         state: JSONCTree, version: UInt64, reducers: [rdx_reducer],
         middleware: [rdx_middleware] = [], forwarding: CForwarding? = nil
-    ) -> CStoreHandle {
+    ) throws(StoreError) -> CStoreHandle {
         // The C reducers work on the tree's root, which never changes (they mutate it in place):
         // one call straight to them per action, without going through the Swift state. So no
         // reducer holds the Swift state `inout`, and reads from inside a reducer are sound.
-        let reducers = CReducers(reducers, root: state.object)
+        let reducers = try CReducers(reducers, root: state.object)
         let owner = HandleReference()
         let store = Store(
             erasedReducers: [{ _, action in reducers.apply(action) }],
@@ -54,39 +54,6 @@ final class JSONCTreeStoreCore: CStoreCore {
         } else {
             try store.checkMiddlewareDepth()
             store.dispatchAction(CAction(borrowing: identifier, payload: payload), source: source)
-        }
-    }
-}
-
-/// The C reducers of a store, called in order for every action. A buffer this object owns, not
-/// an array, so walking it costs no retain and release.
-final class CReducers: @unchecked Sendable {
-    // @unchecked: immutable; C promised its reducers may be called from any thread, one at a
-    // time.
-    let reducers: UnsafeMutableBufferPointer<rdx_reducer>
-    /// The state tree's root, owned by the store's ``JSONCTree``.
-    let root: OpaquePointer?
-
-    init(_ reducers: [rdx_reducer], root: OpaquePointer?) {
-        self.reducers = .allocate(capacity: reducers.count)
-        _ = self.reducers.initialize(from: reducers)
-        self.root = root
-    }
-
-    deinit { reducers.deallocate() }
-
-    func apply(_ action: any Action) {
-        if let action = action.asCAction {
-            for reducer in reducers {
-                reducer.reduce!(root, action.identifierPointer, action.payload, reducer.context)
-            }
-            return
-        }
-        // A Swift action dispatched to a C store: its identifier, and a JSONAction's payload.
-        action.withCParts { identifier, payload in
-            for reducer in reducers {
-                reducer.reduce!(root, identifier, payload, reducer.context)
-            }
         }
     }
 }

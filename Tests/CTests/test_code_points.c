@@ -116,7 +116,7 @@ static void pointer_observer(rdx_store *store, const char *name, uint64_t versio
 /* An observer of "/e\u0301" hears of that key's changes only; one of "/\u00e9" of its own. */
 static void test_pointer_observer(void)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_store *store;
     struct pointer_seen decomposed, precomposed;
 
@@ -207,7 +207,7 @@ static void test_journal_patches(void)
     char folder[] = "/tmp/rdx-code-points-XXXXXX";
     char path[256];
     char patches[4][256];
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_store *store;
     int count;
 

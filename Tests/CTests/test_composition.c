@@ -71,7 +71,7 @@ static void count_observer(rdx_store *store, const char *name, uint64_t version,
 
 static rdx_store *middleware_store(struct trace *trace)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_middleware middleware[2];
     json_object *initial = json_object_new_object();
     rdx_status status = RDX_EIO;
@@ -140,7 +140,7 @@ static void bad_next_middleware(rdx_store *store, const char *identifier, json_o
 
 static void test_middleware_bad_input(void)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_middleware middleware;
     json_object *initial = json_object_new_object();
     rdx_status status = RDX_OK;
@@ -305,7 +305,7 @@ static void pointer_observer(rdx_store *store, const char *name, uint64_t versio
 /* Called only when the value at the pointer changed (appearing and disappearing included). */
 static void test_observe_pointer(void)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_store *store;
     struct pointer_seen a, whole;
     json_object *value;

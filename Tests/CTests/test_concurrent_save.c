@@ -42,7 +42,7 @@ static void grow(json_object *state, const char *identifier, json_object *payloa
 /* A writer: `rounds` times, one action and one save. Exit status 0 when every save was RDX_OK. */
 static int saver(const char *path, int writer, int rounds)
 {
-    rdx_reducer reducer = {grow, NULL};
+    rdx_reducer reducer = {grow, NULL, NULL};
     json_object *initial = json_object_new_object();
     rdx_store *store;
     rdx_status status;
@@ -69,7 +69,7 @@ static int saver(const char *path, int writer, int rounds)
 /* Opens `path`: 1 when it holds one whole state of writer 1 or 2, else 0 (and says why). */
 static int open_whole(const char *path)
 {
-    rdx_reducer reducer = {grow, NULL};
+    rdx_reducer reducer = {grow, NULL, NULL};
     rdx_status status = RDX_OK;
     rdx_store *store = rdx_store_open(path, &reducer, 1, &status);
     json_object *state, *items;

@@ -52,7 +52,7 @@ static void grow(json_object *state, const char *identifier, json_object *payloa
  * process started (a loaded machine, AddressSanitizer). */
 static int child(const char *path, int ready)
 {
-    rdx_reducer reducer = { grow, NULL };
+    rdx_reducer reducer = { grow, NULL, NULL };
     rdx_status status;
     rdx_store *store = rdx_store_open(path, &reducer, 1, &status);
     if (store == NULL) {
@@ -71,7 +71,7 @@ static int child(const char *path, int ready)
 /* Whether the saved state at `path` is whole: items[i].n == i, ITEMS_PER_ACTION per version. */
 static int whole(const char *path, uint64_t *version_out)
 {
-    rdx_reducer reducer = { grow, NULL };
+    rdx_reducer reducer = { grow, NULL, NULL };
     rdx_status status;
     rdx_store *store = rdx_store_open(path, &reducer, 1, &status);
     if (store == NULL) {
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 
     TEST("a successful save after the crashes leaves no temporary file behind");
     {
-        rdx_reducer reducer = { grow, NULL };
+        rdx_reducer reducer = { grow, NULL, NULL };
         rdx_status status;
         rdx_store *store = rdx_store_open(path, &reducer, 1, &status);
         CHECK(store != NULL);

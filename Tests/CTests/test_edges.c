@@ -60,7 +60,7 @@ static void recursing_middleware(rdx_store *store, const char *identifier, json_
 
 static rdx_store *middleware_counter_store(rdx_middleware_fn handle, void *context)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_middleware middleware;
     json_object *initial = json_object_new_object();
     rdx_status status = RDX_EIO;
@@ -187,7 +187,7 @@ static void passing_middleware(rdx_store *store, const char *identifier, json_ob
 
 static rdx_store *chaining_store(rdx_store **self, int with_middleware, int *passed)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_middleware middleware;
     json_object *initial = json_object_new_object();
     rdx_status status = RDX_EIO;
@@ -462,7 +462,7 @@ static void test_pointer_changes(void)
         {"{\"a\":null}", 1}, /* there, null */
         {"{\"a\":null,\"b\":3}", 0},
     };
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_store *store;
     int calls = 0, expected = 0;
     size_t i;
@@ -510,7 +510,7 @@ static void test_pointer_observer_big_state(void)
 {
     json_object *initial = json_object_new_object();
     json_object *todos = json_object_new_array();
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_store *store;
     int calls = 0, i, count = util_small() ? 2000 : 20000;
 

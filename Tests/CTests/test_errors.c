@@ -167,8 +167,8 @@ static char *long_identifier(size_t length)
 /* Every NULL argument of every function: RDX_EINVAL (or NULL / 0), naming the argument. */
 static void test_null_arguments(void)
 {
-    rdx_reducer reducer = {counting_reduce, NULL};
-    rdx_reducer null_reducers[2];
+    rdx_reducer reducer = {counting_reduce, NULL, NULL};
+    rdx_reducer null_reducers[2] = {{0}};
     rdx_status status;
     rdx_store *made;
     json_object *state;
@@ -593,7 +593,7 @@ static void test_last_error_is_current(void)
 
 int main(void)
 {
-    rdx_reducer reducer = {counting_reduce, NULL};
+    rdx_reducer reducer = {counting_reduce, NULL, NULL};
     json_object *initial =
         json_tokener_parse("{\"count\": 7, \"items\": [{\"title\": \"milk\", \"done\": false}]}");
 

@@ -669,7 +669,7 @@ static void take_change(json_object *change, json_object *document, int64_t *nex
 
 static void test_burst_patches(void)
 {
-    rdx_reducer reducer = {put_reduce, NULL};
+    rdx_reducer reducer = {put_reduce, NULL, NULL};
     rdx_store *store = util_store(&reducer, 1);
     rdx_inspector *inspector;
     rdx_status status = RDX_EIO;

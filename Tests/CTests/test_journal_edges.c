@@ -279,7 +279,7 @@ static void set_x(json_object *state, const char *identifier, json_object *paylo
 static void test_patch_not_json(void)
 {
     journal_place place;
-    rdx_reducer reducer = {set_x, NULL};
+    rdx_reducer reducer = {set_x, NULL, NULL};
     rdx_store *store = util_store(&reducer, 1);
     json_object *line;
 

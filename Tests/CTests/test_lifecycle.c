@@ -121,7 +121,7 @@ static void following_observer(rdx_store *store, const char *name, uint64_t vers
 
 static void test_enqueue_while_last_release_drains(void)
 {
-    rdx_reducer reducer = {follow_up_reduce, NULL};
+    rdx_reducer reducer = {follow_up_reduce, NULL, NULL};
     struct follower follower;
     rdx_store *store = util_store(&reducer, 1);
 
@@ -204,7 +204,7 @@ static void *dispatch_once(void *argument)
 static void test_reducer_removes_running_observer(void)
 {
     struct remover remover;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     struct slow_context *slow = calloc(1, sizeof *slow);
     pthread_t thread;
 

@@ -88,7 +88,7 @@ static void payload_reduce(json_object *state, const char *identifier, json_obje
 
 static rdx_store *payload_store(struct payload_seen *seen)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     reducer.reduce = payload_reduce;
     reducer.context = seen;
     memset(seen, 0, sizeof *seen);
@@ -257,7 +257,7 @@ static void append_reduce(json_object *state, const char *identifier, json_objec
 
 static void test_non_object_states(void)
 {
-    rdx_reducer reducer = {append_reduce, NULL};
+    rdx_reducer reducer = {append_reduce, NULL, NULL};
     json_object *number = json_object_new_int(5);
     json_object *text = json_object_new_string("hello");
     json_object *list = json_object_new_array();
@@ -321,7 +321,7 @@ static void inside_reduce(json_object *state, const char *identifier, json_objec
 static void test_enqueue_and_flush_inside_reducer(void)
 {
     struct inside inside;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
 
     TEST("enqueue_and_flush_inside_reducer");
     memset(&inside, 0, sizeof inside);
@@ -343,7 +343,7 @@ static void test_enqueue_and_flush_inside_reducer(void)
 /* A large state: its snapshot is whole and equal, and dispatch stays correct. */
 static void test_large_state_snapshot(void)
 {
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     json_object *initial = json_object_new_object();
     json_object *items = json_object_new_array();
     json_object *state;

@@ -494,7 +494,7 @@ static void test_observers_edited_inside_reducer(void)
 {
     struct reducer_edit edit;
     struct seen removed, added;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     uint64_t token;
 
     TEST("observers_edited_inside_reducer");
@@ -550,7 +550,7 @@ static void test_nested_dispatch_notifications(void)
 {
     struct chain chain;
     struct seen seen;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     uint64_t token;
     int i;
 

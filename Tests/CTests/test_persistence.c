@@ -86,7 +86,7 @@ static const char rich_state[] =
 
 static rdx_store *rich_store(void)
 {
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     json_object *initial = json_tokener_parse(rich_state);
     rdx_store *store = rdx_store_create(initial, &reducer, 1, NULL);
     json_object_put(initial);
@@ -100,7 +100,7 @@ static rdx_store *rich_store(void)
  */
 static void test_save_then_open(void)
 {
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     rdx_store *store = rich_store();
     rdx_store *opened;
     rdx_status status = RDX_EIO;
@@ -229,7 +229,7 @@ static void test_null_state_does_not_open(void)
 /* Opening a file that is not there, or a folder: NULL, RDX_EIO, words naming the path. */
 static void test_open_missing_or_unreadable(void)
 {
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     rdx_status status = RDX_OK;
     rdx_store *opened;
     char path[256];
@@ -263,7 +263,7 @@ static void test_open_missing_or_unreadable(void)
  */
 static void check_corrupt(const char *label, const char *bytes, size_t size)
 {
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     rdx_status status = RDX_OK;
     rdx_store *opened;
     char path[256], name[160];

@@ -64,7 +64,7 @@ static json_object *zero_tally(void)
     return state;
 }
 
-static const rdx_reducer reducers[] = {{tally_reduce, NULL}};
+static const rdx_reducer reducers[] = {{tally_reduce, NULL, NULL}};
 static const char *url;
 static char stream[128];
 

@@ -95,7 +95,7 @@ static void test_replay_from_patches(void)
     char path[256];
     char line[65536];
     struct run run;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     json_object *initial = json_tokener_parse("{\"count\": 0, \"list\": [], \"tags\": {}}");
     json_object *rebuilt = NULL;
     pthread_t threads[THREADS];

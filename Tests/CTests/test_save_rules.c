@@ -88,7 +88,7 @@ static void rules_reduce(json_object *state, const char *identifier, json_object
 /* A store with state {"count": 0, "deep": 0} and rules_reduce. */
 static rdx_store *rules_store(void)
 {
-    rdx_reducer reducer = {rules_reduce, NULL};
+    rdx_reducer reducer = {rules_reduce, NULL, NULL};
     json_object *initial = json_tokener_parse("{\"count\": 0, \"deep\": 0}");
     rdx_store *store = rdx_store_create(initial, &reducer, 1, NULL);
     json_object_put(initial);
@@ -144,7 +144,7 @@ static void test_save_refuses_what_open_refuses(void)
 /* The state object and 255 arrays (256 levels): saved, and opened with the same tree. */
 static void test_deepest_state_round_trips(void)
 {
-    rdx_reducer reducer = {rules_reduce, NULL};
+    rdx_reducer reducer = {rules_reduce, NULL, NULL};
     rdx_store *store = rules_store(), *opened;
     rdx_status status = RDX_EIO;
     json_object *saved, *restored;
@@ -172,7 +172,7 @@ static void test_deepest_state_round_trips(void)
 static void test_largest_version(void)
 {
     static const char text[] = "{\"reduxstore\":1,\"version\":9223372036854775806,\"state\":{\"count\":1}}\n";
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     rdx_status status = RDX_EIO;
     rdx_store *store;
     char path[256];

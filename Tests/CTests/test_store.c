@@ -50,7 +50,7 @@ static void tag_reduce(json_object *state, const char *identifier, json_object *
 /* The store keeps a deep copy of the initial state, and every snapshot is a new, private tree. */
 static void test_create_and_snapshots(void)
 {
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     json_object *initial;
     json_object *expected;
     json_object *first;
@@ -105,7 +105,7 @@ static void test_create_and_snapshots(void)
  */
 static void test_null_initial_state(void)
 {
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     rdx_status status = RDX_OK;
     rdx_store *store;
 
@@ -152,7 +152,7 @@ static void test_dispatch_and_version(void)
 /* A store created with no reducers still applies actions (version moves, state stays). */
 static void test_no_reducers(void)
 {
-    rdx_reducer unused = {util_counter_reduce, NULL};
+    rdx_reducer unused = {util_counter_reduce, NULL, NULL};
     json_object *initial = json_tokener_parse("{\"count\": 3}");
     rdx_status status = RDX_EIO;
     rdx_store *store = rdx_store_create(initial, &unused, 0, &status);
@@ -188,7 +188,7 @@ static void in_place_reduce(json_object *state, const char *identifier, json_obj
 
 static void test_in_place_mutation(void)
 {
-    rdx_reducer reducer = {in_place_reduce, NULL};
+    rdx_reducer reducer = {in_place_reduce, NULL, NULL};
     json_object *initial = json_object_new_object();
     rdx_store *store = rdx_store_create(initial, &reducer, 1, NULL);
     char buffer[256];
@@ -212,7 +212,7 @@ static void test_in_place_mutation(void)
 static void test_reducer_order(void)
 {
     static char a[] = "a", b[] = "b", c[] = "c", x[] = "X";
-    rdx_reducer reducers[3];
+    rdx_reducer reducers[3] = {{0}};
     json_object *initial = json_object_new_object();
     rdx_store *store;
     char buffer[256];
@@ -261,7 +261,7 @@ static void args_reduce(json_object *state, const char *identifier, json_object 
 static void test_reducer_arguments(void)
 {
     struct args_seen seen;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     json_object *payload = json_tokener_parse("{\"title\": \"milk\", \"done\": false, \"n\": [1, 2.5]}");
     rdx_store *store;
 
@@ -296,7 +296,7 @@ static void test_reducer_arguments(void)
 static void test_wide_integers_in_text(void)
 {
     struct args_seen seen;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     rdx_store *store;
     json_object *n;
     json_object *payload;
@@ -370,7 +370,7 @@ static void nest_reduce(json_object *state, const char *identifier, json_object 
 static void test_nested_dispatch(void)
 {
     struct nest_context nest;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     json_object *initial = json_object_new_object();
     char buffer[256];
     int i;
@@ -436,7 +436,7 @@ static void bad_nest_reduce(json_object *state, const char *identifier, json_obj
 static void test_bad_dispatch_inside_reducer(void)
 {
     struct bad_nest nest;
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     json_object *initial = json_object_new_object();
     char buffer[256];
     int i;
@@ -499,7 +499,7 @@ static void read_second_reduce(json_object *state, const char *identifier, json_
 static void test_reads_inside_reducer(void)
 {
     struct read_context read;
-    rdx_reducer reducers[2];
+    rdx_reducer reducers[2] = {{0}};
     json_object *initial = json_tokener_parse("{\"x\": 0}");
 
     TEST("reads_inside_reducer");

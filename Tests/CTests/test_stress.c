@@ -146,7 +146,7 @@ int main(void)
 
     TEST("8 dispatchers, 2 readers, 2 observer churners on one store");
     check_watchdog((unsigned)stress_seconds + 120);
-    rdx_reducer reducer = { ledger, NULL };
+    rdx_reducer reducer = { ledger, NULL, NULL };
     json_object *initial = json_tokener_parse(
         "{\"count\": 0, \"left\": 0, \"right\": 0, \"threads\": [0, 0, 0, 0, 0, 0, 0, 0]}");
     rdx_store *store = rdx_store_create(initial, &reducer, 1, NULL);

@@ -189,7 +189,7 @@ static void *enqueue_body(void *argument)
 static void test_concurrent_enqueue_fifo(void)
 {
     struct enqueuer enqueuers[ENQUEUE_THREADS];
-    rdx_reducer reducer = {sequence_reduce, NULL};
+    rdx_reducer reducer = {sequence_reduce, NULL, NULL};
     json_object *initial = json_tokener_parse("{\"count\": 0, \"disorder\": 0, \"last\": {}}");
     rdx_store *store = rdx_store_create(initial, &reducer, 1, NULL);
     json_object *state, *last = NULL, *value = NULL;
@@ -417,7 +417,7 @@ static void *writers_then_stop(void *argument)
 static void test_snapshots_not_torn(void)
 {
     struct pair_thread threads[4];
-    rdx_reducer reducer = {pair_reduce, NULL};
+    rdx_reducer reducer = {pair_reduce, NULL, NULL};
     json_object *initial = json_tokener_parse("{\"a\": 0, \"b\": 0}");
     rdx_store *store = rdx_store_create(initial, &reducer, 1, NULL);
     pthread_t coordinator, readers[2];
@@ -491,7 +491,7 @@ static void test_saves_alongside_dispatches(void)
 {
     struct save_thread threads[4];
     rdx_store *store = util_counter_store();
-    rdx_reducer reducer = {util_counter_reduce, NULL};
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
     char folder[] = "/tmp/reduxstore-ctest-threads-XXXXXX";
     char path[128];
     char temporary[160];
@@ -613,7 +613,7 @@ static void *dispatch_then_release_body(void *argument)
 static void test_release_from_threads(void)
 {
     struct dispatcher dispatchers[DISPATCH_THREADS];
-    rdx_reducer reducer = {counting_reduce, NULL};
+    rdx_reducer reducer = {counting_reduce, NULL, NULL};
     rdx_store *store = util_store(&reducer, 1);
     int count = per_thread() / 10;
     int i;

@@ -60,7 +60,7 @@ static inline void util_keyed_reduce(json_object *state, const char *identifier,
 /* A store whose state is {"count": 0}, with the counter reducer. */
 static inline rdx_store *util_counter_store(void)
 {
-    rdx_reducer reducer;
+    rdx_reducer reducer = {0};
     json_object *initial = json_object_new_object();
     rdx_store *store;
     reducer.reduce = util_counter_reduce;

@@ -5,7 +5,7 @@
 #
 # installs ReduxStore with scripts/install into a temporary prefix; checks the files, the
 # pkg-config files, what the libraries need (no Swift library, no run path into the toolchain;
-# the inspector's and replication's need libreduxstore.so) and what they export (exactly their headers' rdx_
+# the inspector's and replication's need libreduxstore.so.0), their versioned names and sonames, and what they export (exactly their headers' rdx_
 # functions); builds Examples/CDemo/main.c and Examples/CInspectorDemo/main.c with
 # `cc $(pkg-config --cflags --libs reduxstore)` alone; runs it in a mount namespace where the
 # toolchain's folder and this source tree are hidden under empty tmpfs mounts (the loader cannot
@@ -51,9 +51,23 @@ else
     die "scripts/install failed"
 fi
 lib="$prefix/lib/libreduxstore.so"
+version=$(sed -n 's/^#define RDX_VERSION "\(.*\)"$/\1/p' include/reduxstore.h)
+major=${version%%.*}
+
+# Debian's naming: libNAME.so.VERSION the file, libNAME.so.MAJOR (its soname) and libNAME.so links.
+soname_of() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\]$/\1/p'; }
+versioned() {
+    local name=$1 lib="$prefix/lib"
+    test -f "$lib/$name.so.$version" -a ! -L "$lib/$name.so.$version" -a -x "$lib/$name.so.$version" &&
+        test "$(readlink "$lib/$name.so.$major")" = "$name.so.$version" &&
+        test "$(readlink "$lib/$name.so")" = "$name.so.$major" &&
+        test "$(soname_of "$lib/$name.so.$version")" = "$name.so.$major"
+}
 
 check "DIR/include/reduxstore.h is the header" cmp -s include/reduxstore.h "$prefix/include/reduxstore.h"
 check "DIR/lib/libreduxstore.so is installed" test -f "$lib" -a -x "$lib"
+check "DIR/lib/libreduxstore.so.$version, soname libreduxstore.so.$major, with the links libreduxstore.so.$major and libreduxstore.so" \
+    versioned libreduxstore
 check "DIR/lib/pkgconfig/reduxstore.pc is installed" test -f "$prefix/lib/pkgconfig/reduxstore.pc"
 echo "      installed: $(cd "$prefix" && find . -type f -printf '%P %s bytes; ' )"
 
@@ -110,17 +124,18 @@ check_layered() {
     local product=$1 header=$2 what=$3 library="$prefix/lib/lib$1.so" needs needed declared exported
     check "DIR/include/$header is the header" cmp -s "include/$header" "$prefix/include/$header"
     check "DIR/lib/lib$product.so is installed" test -f "$library" -a -x "$library"
+    check "DIR/lib/lib$product.so.$version, soname lib$product.so.$major, with its two links" versioned "lib$product"
     layer_flags=$(pkg-config --cflags --libs "$product" 2>&1)
     echo "      pkg-config --cflags --libs $product: $layer_flags"
     check "$product.pc gives -l$product and, through reduxstore, -lreduxstore and json-c" \
         has_words "$layer_flags" "-I$prefix/include" "-L$prefix/lib" "-l$product" -lreduxstore -ljson-c
-    needs=$(foreign_needs "$library" | grep -v "$prefix/lib/libreduxstore.so")
+    needs=$(foreign_needs "$library" | grep -v "$prefix/lib/libreduxstore.so.$major")
     check "$what library loads nothing from outside the system's folders and the prefix (ldd)" test -z "$needs"
     [ -z "$needs" ] || echo "$needs" >&2
     needed=$(needed_by "$library")
     echo "      NEEDED: $needed"
-    check "$what library needs libreduxstore.so and no Swift library (readelf -d)" \
-        bash -c 'grep -qw "libreduxstore.so" <<<"$1" && ! grep -Eq "swift|dispatch|BlocksRuntime|Foundation" <<<"$1"' _ "$needed"
+    check "$what library needs libreduxstore.so.$major and no Swift library (readelf -d)" \
+        bash -c 'grep -qwF "libreduxstore.so.$2" <<<" $1 " && ! grep -Eq "swift|dispatch|BlocksRuntime|Foundation" <<<"$1"' _ "$needed" "$major"
     declared=$(declared_in "$header")
     exported=$(exported_by "$library")
     check "$what library exports exactly the rdx_ functions of $header" test -n "$declared" -a "$declared" = "$exported"
@@ -137,6 +152,8 @@ pflags=$layer_flags
 echo "== the C demo"
 check "Examples/CDemo/main.c builds with \`cc \$(pkg-config --cflags --libs reduxstore)\` alone" \
     cc -std=c99 -Wall -Wextra -Werror -pedantic Examples/CDemo/main.c $flags -o "$work/c-demo"
+check "the demo needs libreduxstore.so.$major, the library's soname (readelf -d)" \
+    bash -c 'grep -qwF "libreduxstore.so.$2" <<<" $1 "' _ "$(needed_by "$work/c-demo")" "$major"
 check "the demo loads nothing from outside the system's folders and the prefix (ldd)" \
     bash -c '! ldd "$1" | awk '\''$2 == "=>" { print $3 }'\'' | grep -v "^$2/" | grep -Ev "^/(usr/)?lib(64|x32)?/"' \
     _ "$work/c-demo" "$prefix/lib"
@@ -204,7 +221,7 @@ loader_record() {
         return 1
     ls "$log".* >/dev/null 2>&1 || { echo "      the loader wrote no record" >&2; return 1; }
     bad=$(cat "$log".* | sed -n 's/.*calling init: //p' |
-          grep -v "^$libdir/libreduxstore.so$" | grep -Ev '^/(usr/)?lib(64|x32)?/')
+          grep -v "^$libdir/libreduxstore.so.$major$" | grep -Ev '^/(usr/)?lib(64|x32)?/')
     [ -z "$bad" ] || { echo "      loaded: $bad" >&2; return 1; }
     ! grep -F "$toolchain" "$log".* >&2
 }

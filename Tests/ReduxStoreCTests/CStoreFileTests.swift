@@ -71,7 +71,7 @@ struct CStoreSaveTests {
             let make = unsafeBitCast(context, to: (@convention(c) () -> OpaquePointer?).self)
             json_object_object_add(state, "x", make())
         }
-        var reducer = rdx_reducer(reduce: reduce, context: unsafeBitCast(make, to: UnsafeMutableRawPointer.self))
+        var reducer = rdx_reducer(reduce: reduce, context: unsafeBitCast(make, to: UnsafeMutableRawPointer.self), identifier: nil)
         let initial = json_object_new_object()
         defer { json_object_put(initial) }
         return rdx_store_create(initial, &reducer, 1, nil)

@@ -30,6 +30,16 @@ func registerCBenchmarks() {
         CStore.counter()
     }
 
+    // Routed by identifier: the counter reducer registered for "counter.add" among 10 reducers,
+    // the others each for an identifier of its own.
+    Benchmark("c.dispatch.routed.null", configuration: configuration) { benchmark, store in
+        for _ in benchmark.scaledIterations {
+            precondition(rdx_store_dispatch_action(store.pointer, "counter.add", nil) == RDX_OK)
+        }
+    } setup: {
+        CStore(state: json_tokener_parse(#"{"count": 0}"#), routedAmong: 10)
+    }
+
     Benchmark("c.dispatch.payload", configuration: configuration) { benchmark, fixture in
         let (store, payload) = fixture
         for _ in benchmark.scaledIterations {
@@ -48,6 +58,18 @@ func registerCBenchmarks() {
         }
     } setup: {
         CStore.counter()
+    }
+
+    // The floor of the text path: json-c parsing and freeing the same text, nothing else.
+    Benchmark("c.jsonc.parse", configuration: configuration) { benchmark in
+        let text = #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#
+        text.withCString { text in
+            for _ in benchmark.scaledIterations {
+                let parsed = json_tokener_parse(text)
+                precondition(parsed != nil)
+                json_object_put(parsed)
+            }
+        }
     }
 
     Benchmark("c.current_state.counter", configuration: configuration) { benchmark, store in
@@ -104,9 +126,22 @@ final class CStore: @unchecked Sendable {
 
     /// A store of `state` (borrowed, and put here) with the counter reducer.
     init(state: OpaquePointer?) {
-        var reducers = [rdx_reducer(reduce: counterReduce, context: nil)]
+        var reducers = [rdx_reducer(reduce: counterReduce, context: nil, identifier: nil)]
         var status = RDX_OK
         pointer = rdx_store_create(state, &reducers, 1, &status)
+        json_object_put(state)
+        precondition(pointer != nil, "rdx_store_create: \(String(cString: rdx_last_error()))")
+    }
+
+    /// A store of `state` (put here) whose reducers are routed by identifier: the counter
+    /// reducer for "counter.add", and `count - 1` others for identifiers of their own.
+    init(state: OpaquePointer?, routedAmong count: Int) {
+        // Copies that live until the store is created (it copies them in turn).
+        let names = (0..<count).map { strdup($0 == 0 ? "counter.add" : "other.\($0)")! }
+        defer { names.forEach { free($0) } }
+        var reducers = names.map { rdx_reducer(reduce: counterReduce, context: nil, identifier: $0) }
+        var status = RDX_OK
+        pointer = rdx_store_create(state, &reducers, reducers.count, &status)
         json_object_put(state)
         precondition(pointer != nil, "rdx_store_create: \(String(cString: rdx_last_error()))")
     }

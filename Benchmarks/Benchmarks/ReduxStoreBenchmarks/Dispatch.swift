@@ -35,6 +35,30 @@ func registerDispatchBenchmarks() {
         }
     }
 
+    // Routed reducers (`Reducers`): the counter's reducer registered for `Increment`, alone or
+    // among 49 reducers of other identifiers; the plain store with 50 broadcast reducers beside it.
+    for reducers in [1, 50] {
+        Benchmark("dispatch.routed.counter.r\(reducers).o1", configuration: configuration) {
+            benchmark, store in
+            for _ in benchmark.scaledIterations {
+                store.dispatchAction(Increment(amount: 1))
+            }
+        } setup: { () -> Store<Counter> in
+            let store = Store(reducers: routedCounterReducers(reducers), state: Counter())
+            addObservers(1, to: store)
+            return store
+        }
+    }
+    Benchmark("dispatch.plain.counter.r50.o1", configuration: configuration) { benchmark, store in
+        for _ in benchmark.scaledIterations {
+            store.dispatchAction(Increment(amount: 1))
+        }
+    } setup: { () -> PlainStore<Counter> in
+        let store = PlainStore(reducers: counterReducers(50), state: Counter())
+        addObservers(1, to: store)
+        return store
+    }
+
     // The plain baseline store (PlainStore.swift): the same reducers and observers.
     for observers in [0, 1] {
         Benchmark("dispatch.plain.counter.r1.o\(observers)", configuration: configuration) {

@@ -71,6 +71,17 @@ func counterReducers(_ count: Int) -> [Reducer<Counter>] {
     }
 }
 
+/// The counter reducers of ``counterReducers(_:)`` routed: the first registered for `Increment`
+/// (it receives the action typed, no cast), the others each for an identifier of its own.
+func routedCounterReducers(_ count: Int) -> Reducers<Counter> {
+    var reducers = Reducers<Counter>()
+    reducers.on(Increment.self) { state, add in state.count &+= add.amount }
+    for index in 1..<max(count, 1) {
+        reducers.on(identifier: "other.\(index)") { state, _ in state.count = 0 }
+    }
+    return reducers
+}
+
 /// `count` todo reducers: the first toggles one todo in place, the others look at the identifier.
 func todoReducers(_ count: Int) -> [Reducer<TodoList>] {
     (0..<count).map { index -> Reducer<TodoList> in

@@ -201,6 +201,9 @@ var goals: [Goal] = []
         goals.append(Goal(goal: goal, measure: measure, value: value, target: "≤ \(format(atMost))×", met: value <= atMost))
     } else if let atLeast {
         goals.append(Goal(goal: goal, measure: measure, value: value, target: "≥ \(format(atLeast))×", met: value >= atLeast))
+    } else {
+        // A figure reported beside a goal, with no target of its own.
+        goals.append(Goal(goal: goal, measure: measure, value: value, target: "—", met: true))
     }
 }
 
@@ -218,10 +221,18 @@ if let mallocs = figures["dispatch.store.counter.r1.o1"]?.mallocsPerOperation {
 }
 ratio("dispatch", "dispatch (counter, 1 reducer, 1 observer) ÷ hand loop (1 reducer)",
       "dispatch.store.counter.r1.o1", "dispatch.hand.counter.r1", atMost: 2.5)
-// Against the plain baseline store (one Synchronization.Mutex, compiled in the benchmarks).
-ratio("plain store", "dispatch (counter, 1 reducer, 1 observer) ÷ plain store doing the same",
-      "dispatch.store.counter.r1.o1", "dispatch.plain.counter.r1.o1", atMost: 1.0)
-ratio("plain store", "4 threads, 1,000,000 actions in all (counter, 1 reducer, 1 observer) ÷ plain store",
+// Against the plain baseline store (one Synchronization.Mutex, compiled in the benchmarks, its
+// reducer casting the action as users' reducers do). Routed reducers must beat it; the broadcast
+// shape pays for the contract (nested dispatch, removal that waits, thread-aware delivery).
+ratio("plain store", "routed: one reducer for the action's type (counter, 1 observer) ÷ plain store doing the same",
+      "dispatch.routed.counter.r1.o1", "dispatch.plain.counter.r1.o1", atMost: 0.8)
+ratio("plain store", "routed: 50 reducers, one of them for the action ÷ one reducer (counter, 1 observer)",
+      "dispatch.routed.counter.r50.o1", "dispatch.routed.counter.r1.o1", atMost: 1.1)
+ratio("plain store", "(beside it) the plain store: 50 reducers ÷ 1, each casting",
+      "dispatch.plain.counter.r50.o1", "dispatch.plain.counter.r1.o1")
+ratio("plain store", "broadcast: dispatch (counter, 1 reducer, 1 observer) ÷ plain store doing the same",
+      "dispatch.store.counter.r1.o1", "dispatch.plain.counter.r1.o1", atMost: 1.25)
+ratio("plain store", "broadcast: 4 threads, 1,000,000 actions in all (counter, 1 reducer, 1 observer) ÷ plain store",
       "contention.store.threads4", "contention.plain.threads4", atMost: 1.0)
 // Independent of state size.
 ratio("state size", "dispatch 100,000 todos ÷ dispatch counter (1 reducer, 1 observer)",
@@ -238,10 +249,14 @@ for size in [1_000, 100_000] {
           "snapshot.store.todos\(size).readers10", "snapshot.foundation.todos\(size).readers10", atMost: 0.15)
 }
 // C dispatch.
-ratio("C", "C dispatch, NULL payload (C store) ÷ Swift dispatch (counter, 1 reducer, 0 observers)",
-      "c.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.5)
+ratio("C", "C dispatch, NULL payload (C store, reducers routed by identifier, 10 of them) ÷ Swift dispatch (counter, 1 reducer, 0 observers)",
+      "c.dispatch.routed.null", "dispatch.store.counter.r1.o0", atMost: 1.2)
+ratio("C", "(beside it) the same with one reducer for every action",
+      "c.dispatch.null", "dispatch.store.counter.r1.o0")
 ratio("C", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch",
-      "c.swiftstore.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.5)
+      "c.swiftstore.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.3)
+ratio("C", "rdx_store_dispatch_json of a small action ÷ json-c parsing and freeing the same text",
+      "c.dispatch.json", "c.jsonc.parse", atMost: 1.3)
 if let mallocs = figures["c.dispatch.payload"]?.mallocsPerOperation {
     goals.append(Goal(goal: "C", measure: "heap allocations per C dispatch with a payload (no text made)",
                       value: mallocs, target: "0", met: mallocs == 0))
@@ -273,7 +288,7 @@ if let paired = figures["inspection.inspector.paired.counter"] {
     if let perMille = paired.inspectorPagePerMille {
         let value = perMille / 1_000
         goals.append(Goal(goal: "inspection", measure: "dispatch with the inspector on and one page connected ÷ without an inspector (counter, 1 reducer, 0 observers; page keeping up; paired samples)",
-                          value: value, target: "≤ 2×", met: value <= 2))
+                          value: value, target: "≤ 1.10×", met: value <= 1.1))
     }
     if let perMille = paired.inspectorIdlePerMille {
         let value = perMille / 1_000
@@ -349,7 +364,7 @@ for goal in goals {
     let value = goal.measure.hasPrefix("heap allocations") ? String(format: "%.3f", goal.value)
         : goal.goal == "quick run" ? String(format: "%.0f s", goal.value)
         : goal.target.hasSuffix("ns") ? String(format: "%.1f ns", goal.value) : format(goal.value) + "×"
-    markdown += "| \(goal.goal) | \(goal.measure) | \(value) | \(goal.target) | \(goal.met ? "yes" : "**no**") |\n"
+    markdown += "| \(goal.goal) | \(goal.measure) | \(value) | \(goal.target) | \(goal.target == "—" ? "—" : goal.met ? "yes" : "**no**") |\n"
 }
 markdown += "\n| benchmark | per | p50 | p99 | allocations | samples |\n|---|---|---|---|---|---|\n"
 for entry in ordered where entry.p50Nanoseconds != nil && entry.name != "overhead.empty" {

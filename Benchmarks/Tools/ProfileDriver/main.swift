@@ -214,7 +214,7 @@ case "plain-o1":
     store.addObserver { note in sink(note.version) }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "c-null", "c-payload":
-    var reducers = [rdx_reducer(reduce: cReduce, context: nil)]
+    var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
     var status = RDX_OK
     let state = json_tokener_parse(#"{"count": 0}"#)
     let store = rdx_store_create(state, &reducers, 1, &status)

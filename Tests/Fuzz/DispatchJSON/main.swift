@@ -190,9 +190,9 @@ func makeCStore() -> OpaquePointer {
     json_object_object_add(initial, "todos", json_object_new_array())
     json_object_object_add(initial, "values", json_object_new_object())
     let reducers = [
-        rdx_reducer(reduce: counterReducer, context: nil),
-        rdx_reducer(reduce: todoReducer, context: nil),
-        rdx_reducer(reduce: nestingReducer, context: nil),
+        rdx_reducer(reduce: counterReducer, context: nil, identifier: nil),
+        rdx_reducer(reduce: todoReducer, context: nil, identifier: nil),
+        rdx_reducer(reduce: nestingReducer, context: nil, identifier: nil),
     ]
     var status = RDX_OK
     guard let store = rdx_store_create(initial, reducers, reducers.count, &status) else {

@@ -89,7 +89,7 @@ func lastError() -> String { String(cString: rdx_last_error()) }
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     writeFile(Files.input, data, size)
-    var reducers = [rdx_reducer(reduce: touchReducer, context: nil)]
+    var reducers = [rdx_reducer(reduce: touchReducer, context: nil, identifier: nil)]
     var status = RDX_OK
     let store = rdx_store_open(Files.input, &reducers, reducers.count, &status)
 
