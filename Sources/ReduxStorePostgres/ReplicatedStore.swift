@@ -93,8 +93,49 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         try await start(stream, reducers: reducers, initialState: initialState, actions: actions, options: options, writes: false)
     }
 
+    /// ``open(_:reducers:initialState:actions:options:)`` with routed reducers (``Reducers``):
+    /// stored payloads decode into the types `reducers.actions` registers, and each action reaches
+    /// the reducers that handle it, as in a local store made from `Reducers`.
+    public static func open(
+        _ stream: PostgresStream, reducers: Reducers<State>, initialState: State,
+        options: ReplicationOptions = .init()
+    ) async throws -> ReplicatedStore<State> {
+        try await start(stream, reducers: .routed(reducers), initialState: initialState, actions: reducers.actions, options: options, writes: true)
+    }
+
+    /// ``follow(_:reducers:initialState:actions:options:)`` with routed reducers (``Reducers``),
+    /// as ``open(_:reducers:initialState:options:)`` has them.
+    public static func follow(
+        _ stream: PostgresStream, reducers: Reducers<State>, initialState: State,
+        options: ReplicationOptions = .init()
+    ) async throws -> ReplicatedStore<State> {
+        try await start(stream, reducers: .routed(reducers), initialState: initialState, actions: reducers.actions, options: options, writes: false)
+    }
+
+    /// The two shapes of reducers a replica's store can have.
+    private enum Reducing {
+        case broadcast([Reducer<State>])
+        case routed(Reducers<State>)
+
+        func makeStore(_ state: State, version: UInt64, middleware: MiddlewareChain?) -> Store<State> {
+            switch self {
+            case .broadcast(let reducers):
+                Store(reducers: reducers, adopting: state, version: version, middleware: middleware)
+            case .routed(let reducers):
+                Store(routing: reducers, adopting: state, version: version, middleware: middleware)
+            }
+        }
+    }
+
     private static func start(
         _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
+        options: ReplicationOptions, writes: Bool
+    ) async throws(ReplicationError) -> ReplicatedStore<State> {
+        try await start(stream, reducers: .broadcast(reducers), initialState: initialState, actions: actions, options: options, writes: writes)
+    }
+
+    private static func start(
+        _ stream: PostgresStream, reducers: Reducing, initialState: State, actions: ActionTypes,
         options: ReplicationOptions, writes: Bool
     ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let options = try options.validated(stream: stream.stream)
@@ -111,8 +152,8 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
             }
         }
         let gate = ReplicaGate(stream: stream.stream)
-        let store = Store(
-            reducers: reducers, adopting: opened.state == nil ? Store.deepCopy(state) : state,
+        let store = reducers.makeStore(
+            opened.state == nil ? Store.deepCopy(state) : state,
             version: opened.version, middleware: MiddlewareChain.make([gate.middleware() as Middleware<State>]))
         store.localChangesRefusal =
             "the store is a replica of stream \"\(stream.stream)\": its versions come from the stream"

@@ -262,6 +262,41 @@ extension InspectorTests {
             #expect(store.version == 4)
         }
 
+        @Test("a routed store: the page hears each change with its patch; restore and a page's dispatch are routed by type")
+        func routedStore() async throws {
+            var reducers = Reducers<Todos>()
+            reducers.on(AddTodo.self) { state, add in state.todos.append(Todo(title: add.title)) }
+            reducers.on(ToggleTodo.self) { state, toggle in
+                if state.todos.indices.contains(toggle.index) { state.todos[toggle.index].done.toggle() }
+            }
+            let store = Store(reducers: reducers, state: Todos())
+            var options = InspectorOptions()
+            options.allowsRestore = true
+            options.allowsDispatch = true
+            options.actions.register(AddTodo.self, for: "todo.add")
+            let inspector = try await StoreInspector(store, options: options)
+            defer { Task { await inspector.stop() } }
+            store.dispatchAction(AddTodo(title: "a"))
+            _ = try await connectPage(inspector) { page, outbound in
+                let hello = await page.wait { $0["type"] as? String == "hello" }
+                #expect(hello?["version"] as? Int == 1)
+                store.dispatchAction(ToggleTodo(index: 0))
+                let change = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 2 }
+                let patch = change?["patch"] as? [[String: Any]]
+                #expect(patch?.first?["path"] as? String == "/todos/0/done")
+                // The page's dispatch arrives as JSON and is decoded into AddTodo: its reducer runs.
+                try await outbound.write(.text(#"{"type":"dispatch","id":1,"identifier":"todo.add","payload":{"title":"b"}}"#))
+                let dispatched = await page.wait { $0["id"] as? Int == 1 }
+                #expect(dispatched?["version"] as? Int == 3)
+                try await outbound.write(.text(#"{"type":"restore","id":2,"version":1}"#))
+                let restored = await page.wait { $0["id"] as? Int == 2 }
+                #expect(restored?["type"] as? String == "restored")
+            }
+            #expect(store.currentState() == Todos(todos: [Todo(title: "a")]), "restored to version 1's state")
+            store.dispatchAction(ToggleTodo(index: 0))
+            #expect(store.currentState().todos.first?.done == true, "routing goes on after the restore")
+        }
+
         @Test("at most maximumClients pages; a stopped inspector refuses connections; stop is idempotent")
         func limits() async throws {
             let store = Store(reducers: [reducer], state: Todos())
