@@ -209,6 +209,25 @@ case "journal-timing":
 case "middleware-pass":
     let store = Store(reducers: [add], state: Counter(), middleware: [{ _, action, next in next(action) }])
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "routed-o1", "routed50-o1":
+    var reducers = Reducers<Counter>()
+    reducers.on(Increment.self) { state, add in state.count &+= add.amount }
+    if workload == "routed50-o1" {
+        for index in 1..<50 { reducers.on(identifier: "other.\(index)") { state, _ in state.count = 0 } }
+    }
+    let store = Store(reducers: reducers, state: Counter())
+    store.addObserver { note in sink(note.version) }
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "c-routed":
+    // The counter reducer for "counter.add" among 10 reducers, each for an identifier of its own.
+    let names = (0..<10).map { strdup($0 == 0 ? "counter.add" : "other.\($0)")! }
+    var reducers = names.map { rdx_reducer(reduce: cReduce, context: nil, identifier: $0) }
+    var status = RDX_OK
+    let state = json_tokener_parse(#"{"count": 0}"#)
+    let store = rdx_store_create(state, &reducers, reducers.count, &status)
+    names.forEach { free($0) }
+    for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", nil) }
+    rdx_store_release(store)
 case "plain-o1":
     let store = PlainStore(reducers: [add], state: Counter())
     store.addObserver { note in sink(note.version) }
