@@ -93,7 +93,7 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         try await start(stream, reducers: reducers, initialState: initialState, actions: actions, options: options, writes: false)
     }
 
-    /// ``open(_:reducers:initialState:actions:options:)`` with routed reducers (``Reducers``):
+    /// ``open(_:reducers:initialState:actions:options:)`` with routed reducers (`Reducers`):
     /// stored payloads decode into the types `reducers.actions` registers, and each action reaches
     /// the reducers that handle it, as in a local store made from `Reducers`.
     public static func open(
@@ -103,7 +103,7 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         try await start(stream, reducers: .routed(reducers), initialState: initialState, actions: reducers.actions, options: options, writes: true)
     }
 
-    /// ``follow(_:reducers:initialState:actions:options:)`` with routed reducers (``Reducers``),
+    /// ``follow(_:reducers:initialState:actions:options:)`` with routed reducers (`Reducers`),
     /// as ``open(_:reducers:initialState:options:)`` has them.
     public static func follow(
         _ stream: PostgresStream, reducers: Reducers<State>, initialState: State,
