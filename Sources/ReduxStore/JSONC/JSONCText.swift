@@ -3,6 +3,11 @@
 
 internal import CJSONC
 import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 extension JSONC {
     // MARK: Text
@@ -74,10 +79,7 @@ extension JSONC {
         guard let length = Int32(exactly: size) else {
             throw StoreError(.limit, "JSON text of \(size) bytes is too large for json-c")
         }
-        guard let tokener = json_tokener_new_ex(Int32(clamping: maximumDepth)) else {
-            throw StoreError(.outOfMemory, "json-c could not allocate a tokener")
-        }
-        defer { json_tokener_free(tokener) }
+        let tokener = try ThreadTokeners.tokener(depth: Int32(clamping: maximumDepth))
         json_tokener_set_flags(tokener, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8)
 
         var tree: OpaquePointer?
@@ -250,5 +252,66 @@ package enum JSONCText {
     /// `array` or `object`.
     static func typeName(_ object: OpaquePointer?) -> String {
         JSONC.kindName(object)
+    }
+}
+
+/// The json-c tokeners each thread parses with, kept for the thread's life: a tokener allocates
+/// and clears its stack of `depth` levels when it is made (for the store's 257 levels, more than
+/// json-c spends parsing a small action: `Benchmarks/README.md`, "The C text path against
+/// json-c's own parse"), and `json_tokener_reset` makes one ready again for nothing. Two
+/// depths are asked for (an action, and a batch around actions), so a thread keeps up to two;
+/// a pthread key frees them when the thread exits. A tokener is used from start to end of one
+/// parse, which calls nothing else, so a thread never needs two of one depth at once.
+enum ThreadTokeners {
+    private struct Kept {
+        var first: (depth: Int32, tokener: UnsafeMutablePointer<json_tokener>?) = (0, nil)
+        var second: (depth: Int32, tokener: UnsafeMutablePointer<json_tokener>?) = (0, nil)
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let status = pthread_key_create(&key) { raw in
+            guard let raw else { return }
+            let kept = raw.assumingMemoryBound(to: Kept.self)
+            if let tokener = kept.pointee.first.tokener { json_tokener_free(tokener) }
+            if let tokener = kept.pointee.second.tokener { json_tokener_free(tokener) }
+            kept.deinitialize(count: 1)
+            kept.deallocate()
+        }
+        precondition(status == 0, "ReduxStore: pthread_key_create failed (\(status))")
+        return key
+    }()
+
+    /// This thread's tokener of `depth`, reset: made on first use.
+    static func tokener(depth: Int32) throws(StoreError) -> UnsafeMutablePointer<json_tokener> {
+        let kept: UnsafeMutablePointer<Kept>
+        if let raw = pthread_getspecific(key) {
+            kept = raw.assumingMemoryBound(to: Kept.self)
+        } else {
+            kept = .allocate(capacity: 1)
+            kept.initialize(to: Kept())
+            guard pthread_setspecific(key, kept) == 0 else {
+                kept.deallocate()
+                throw StoreError(.outOfMemory, "could not keep a json-c tokener for this thread")
+            }
+        }
+        if kept.pointee.first.depth == depth, let tokener = kept.pointee.first.tokener {
+            json_tokener_reset(tokener)
+            return tokener
+        }
+        if kept.pointee.second.depth == depth, let tokener = kept.pointee.second.tokener {
+            json_tokener_reset(tokener)
+            return tokener
+        }
+        guard let tokener = json_tokener_new_ex(depth) else {
+            throw StoreError(.outOfMemory, "json-c could not allocate a tokener")
+        }
+        if kept.pointee.first.tokener == nil {
+            kept.pointee.first = (depth, tokener)
+        } else {
+            if let old = kept.pointee.second.tokener { json_tokener_free(old) }
+            kept.pointee.second = (depth, tokener)
+        }
+        return tokener
     }
 }
