@@ -22,8 +22,7 @@ enum CReducerList {
             }
             guard let identifier = reducer.identifier else { continue }
             do {
-                try JSONInput.identifier(
-                    identifier, length: strnlen(identifier, StoreLimits.maximumIdentifierLength + 1))
+                _ = try CInput.identifier(identifier)
             } catch {
                 throw StoreError(error.kind, "reducers[\(index)].\(error.message)")
             }

@@ -79,7 +79,7 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
         options: ReplicationOptions = .init()
     ) async throws -> ReplicatedStore<State> {
-        try await start(stream, reducers: reducers, initialState: initialState, actions: actions, options: options, writes: true)
+        try await start(stream, reducers: .broadcast(reducers), initialState: initialState, actions: actions, options: options, writes: true)
     }
 
     /// Follows a stream read-only: starts from the newest snapshot, reads the tail in batches,
@@ -90,7 +90,7 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
         options: ReplicationOptions = .init()
     ) async throws -> ReplicatedStore<State> {
-        try await start(stream, reducers: reducers, initialState: initialState, actions: actions, options: options, writes: false)
+        try await start(stream, reducers: .broadcast(reducers), initialState: initialState, actions: actions, options: options, writes: false)
     }
 
     /// ``open(_:reducers:initialState:actions:options:)`` with routed reducers (`Reducers`):
@@ -125,13 +125,6 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
                 Store(routing: reducers, adopting: state, version: version, middleware: middleware)
             }
         }
-    }
-
-    private static func start(
-        _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
-        options: ReplicationOptions, writes: Bool
-    ) async throws(ReplicationError) -> ReplicatedStore<State> {
-        try await start(stream, reducers: .broadcast(reducers), initialState: initialState, actions: actions, options: options, writes: writes)
     }
 
     private static func start(

@@ -80,7 +80,7 @@ check "reduxstore.pc gives the prefix's real paths, -lreduxstore and json-c's fl
     has_words "$flags" "-I$prefix/include" "-L$prefix/lib" -lreduxstore -ljson-c
 check "reduxstore.pc requires json-c" test "$(pkg-config --print-requires reduxstore)" = json-c
 check "reduxstore.pc's version is the header's" \
-    test "$(pkg-config --modversion reduxstore)" = "$(sed -n 's/^#define RDX_VERSION "\(.*\)"$/\1/p' include/reduxstore.h)"
+    test "$(pkg-config --modversion reduxstore)" = "$version"
 
 # ---- 3. What the library needs and what it exports.
 # A library the loader takes from outside the system's folders, or cannot find.
