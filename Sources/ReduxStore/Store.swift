@@ -171,6 +171,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         readableInsideReducer: Bool = State.self is AnyObject.Type,
         middleware: MiddlewareChain? = nil
     ) {
+        ActionContainer.checkLayout()
         self.middleware = middleware
         hasMiddleware = middleware != nil
         self.reduce = reduce

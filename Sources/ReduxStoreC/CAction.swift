@@ -72,16 +72,15 @@ extension Action {
 }
 
 extension CAction {
-    /// The ``CAction`` `action` holds, if it holds one: found by comparing its type and read from
-    /// the existential's inline buffer (three words: a CAction's size), without the runtime's
-    /// cast, which cost the action log's copy of every C action about 140 instructions
-    /// (callgrind, `Benchmarks/C/inspector_dispatch.c`'s loop; Benchmarks/README.md).
+    /// The ``CAction`` `action` holds, if it holds one: found by the type its container names
+    /// and read from the container's inline buffer (``ActionContainer``), without the runtime's
+    /// dynamic cast or dynamic-type lookup (Benchmarks/README.md, "The live inspector on a C
+    /// store").
     @inline(__always)
     static func stored(in action: any Action) -> CAction? {
-        guard type(of: action) == CAction.self else { return nil }
-        return withUnsafePointer(to: action) { container in
-            UnsafeRawPointer(container).assumingMemoryBound(to: CAction.self).pointee
-        }
+        guard ActionContainer.typeIdentity(of: action) == ActionContainer.identity(of: CAction.self) else { return nil }
+        // A struct of three words: stored at the start of the container's inline buffer.
+        return withUnsafeBytes(of: action as any Action) { $0.load(as: CAction.self) }
     }
 }
 

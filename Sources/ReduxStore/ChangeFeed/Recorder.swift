@@ -224,7 +224,7 @@ struct ActionLog {
         } else {
             slot = start
             start = start + 1 == capacity ? 0 : start + 1
-            if UnsafeRawPointer(actions + slot).load(fromByteOffset: Self.typeOffset, as: UInt.self) != trivialType {
+            if ActionContainer.typeIdentity(at: actions + slot) != trivialType {
                 (actions + slot).deinitialize(count: 1)
             }
         }
@@ -232,7 +232,7 @@ struct ActionLog {
         // parameter opens an existential argument).
         let copied = withUnsafeBytes(of: action as any Action) { bytes in
             assert(bytes.count == MemoryLayout<any Action>.size)
-            guard bytes.load(fromByteOffset: Self.typeOffset, as: UInt.self) == trivialType else { return false }
+            guard ActionContainer.typeIdentity(at: bytes.baseAddress!) == trivialType else { return false }
             UnsafeMutableRawPointer(actions + slot).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
             return true
         }
@@ -240,8 +240,7 @@ struct ActionLog {
             // Copied straight into its slot: an assignment (`actions[slot] = action`) copied it
             // through a temporary first, a third call of the action's value witnesses.
             (actions + slot).initialize(to: action)
-            let type = type(of: action)
-            if UInt(bitPattern: ObjectIdentifier(type)) != examinedType { learn(type) }
+            if ActionContainer.typeIdentity(of: action) != examinedType { learn(type(of: action)) }
         }
         (sources + slot).initialize(to: source)
         newest = version
@@ -257,7 +256,6 @@ struct ActionLog {
     private var trivialType: UInt = 0
     /// The type last examined for that (so a store of other actions examines each one once a run).
     private var examinedType: UInt = 0
-    private static let typeOffset = 3 * MemoryLayout<Int>.size
 
     @inline(never)
     private mutating func learn(_ type: any Action.Type) {
@@ -265,7 +263,7 @@ struct ActionLog {
             _isPOD(T.self) && MemoryLayout<T>.size <= 3 * MemoryLayout<Int>.size
                 && MemoryLayout<T>.alignment <= MemoryLayout<Int>.alignment
         }
-        examinedType = UInt(bitPattern: ObjectIdentifier(type))
+        examinedType = ActionContainer.identity(of: type)
         if isTrivialInline(type) { trivialType = examinedType }
     }
 
@@ -353,7 +351,7 @@ struct ActionLog {
         guard let actions, let sources else { return }
         for offset in 0..<count {
             let slot = actions + (start + offset) % capacity
-            if UnsafeRawPointer(slot).load(fromByteOffset: Self.typeOffset, as: UInt.self) != trivialType {
+            if ActionContainer.typeIdentity(at: slot) != trivialType {
                 slot.deinitialize(count: 1)
             }
         }

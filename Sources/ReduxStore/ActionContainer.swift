@@ -1,0 +1,68 @@
+/// Reads an `any Action` existential container as bytes: the identity of the type it holds —
+/// what the action log does to copy trivial actions without their value witnesses, and the C
+/// face to recognize its own actions (then read from the inline buffer) without the runtime's
+/// dynamic cast.
+///
+/// The layout read here — three words of inline buffer, then the held type's metadata, a value
+/// of at most three words stored at the buffer's start — is the Swift runtime's existential
+/// layout on 64-bit Linux. It is checked once, by ``checkLayout()``, before any store exists:
+/// a runtime that lays the container out otherwise stops the program with a clear message
+/// rather than reading the wrong bytes. Each read names the container `as any Action`: passed
+/// to a generic parameter as it is, an existential is opened, and the bytes would be the held
+/// value's.
+package enum ActionContainer {
+    /// The byte offset of the held type's metadata in the container.
+    @usableFromInline
+    static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
+
+    /// Checks the layout once (a store's initializer calls it).
+    package static func checkLayout() { _ = layoutChecked }
+
+    private static let layoutChecked: Bool = {
+        let probe = LayoutProbe.make()
+        return withUnsafeBytes(of: probe as any Action) { bytes in
+            precondition(
+                bytes.count > typeOffset
+                    && bytes.load(fromByteOffset: typeOffset, as: UInt.self) == identity(of: LayoutProbe.self)
+                    && bytes.load(as: UInt.self) == 0x5EED_0001
+                    && bytes.load(fromByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self) == 0x5EED_0003,
+                "ReduxStore: this Swift runtime does not lay out an `any Action` as the store reads it (three words of value, then the type's metadata)")
+            return true
+        }
+    }()
+
+    /// The identity of `type`: what ``typeIdentity(of:)`` returns for an action of that type.
+    @inlinable
+    package static func identity(of type: any Action.Type) -> UInt {
+        UInt(bitPattern: ObjectIdentifier(type))
+    }
+
+    /// The identity of the type `action` holds, read from its container: for a value type, the
+    /// same as `identity(of: type(of: action))` without the runtime's dynamic-type lookup. (For
+    /// a class it is the static type the container was made with, never a struct's.)
+    @inlinable
+    package static func typeIdentity(of action: borrowing any Action) -> UInt {
+        withUnsafeBytes(of: action as any Action) { $0.load(fromByteOffset: typeOffset, as: UInt.self) }
+    }
+
+    /// The identity of the type held in the container at `container`.
+    @inline(__always)
+    static func typeIdentity(at container: UnsafeRawPointer) -> UInt {
+        container.load(fromByteOffset: typeOffset, as: UInt.self)
+    }
+}
+
+/// The value ``ActionContainer`` checks the layout with: three words it can recognize.
+private struct LayoutProbe: Action {
+    let first: UInt
+    let second: UInt
+    let third: UInt
+    var identifier: String { "ReduxStore.LayoutProbe" }
+
+    /// The probe in a container made where the optimizer cannot see it: the check reads what
+    /// the runtime built, not what the compiler folded.
+    @inline(never)
+    static func make() -> any Action {
+        LayoutProbe(first: 0x5EED_0001, second: 0x5EED_0002, third: 0x5EED_0003)
+    }
+}
