@@ -123,11 +123,6 @@ extension Store {
         lock.unsafe.unlock()
     }
 
-    /// Whether every action enqueued so far was applied and its synchronous observers ran.
-    var isQueueIdle: Bool {
-        enqueued.state.withLock { $0.appliedCount == $0.enqueuedCount }
-    }
-
     /// Applies enqueued actions in order until the queue is empty (the scheduled drain, `target`
     /// nil) or until `target` actions were taken off it (a flush from inside the drain).
     ///

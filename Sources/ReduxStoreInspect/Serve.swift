@@ -1,10 +1,8 @@
 import ArgumentParser
-import Dispatch
 import Foundation
 import ReduxStore
 #if canImport(ReduxStoreInspector)
 import ReduxStoreInspector
-import Synchronization
 #endif
 
 // MARK: - serve
@@ -80,20 +78,6 @@ struct Serve: ParsableCommand {
 }
 
 #if canImport(ReduxStoreInspector)
-/// Runs `body` on the Swift concurrency pool and waits for it on this thread.
-private func blockingWait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Result<T, any Error> {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    return result.withLock { $0! }
-}
-
 /// A recorded journal as the inspector's store: its lines are the log; with a base state, the
 /// state at each version is rebuilt from the patches (from a checkpoint every
 /// ``checkpointEvery`` versions, so that memory stays near the journal's size).

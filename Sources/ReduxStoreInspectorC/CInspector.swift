@@ -2,10 +2,8 @@
 // the store through CStoreAccess.
 internal import CJSONC
 public import CReduxStoreAPI
-import Dispatch
 import ReduxStore
 import ReduxStoreInspector
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +31,7 @@ public func rdx_inspector_start(
         guard let store else { throw StoreError(.invalidArgument, "store is NULL") }
         let (inspectorOptions, identifiers) = try InspectorOptions.from(options?.pointee)
         let access = CStoreAccess(store: store, identifiers: identifiers)
-        let result = waitFor { () async throws -> StoreInspector in
+        let result = blockingWait { () async throws -> StoreInspector in
             try await StoreInspector(access: access, options: inspectorOptions)
         }
         let inspector: StoreInspector
@@ -65,7 +63,7 @@ public func rdx_inspector_url(_ inspector: OpaquePointer?) -> UnsafePointer<CCha
 public func rdx_inspector_stop(_ inspector: OpaquePointer?) {
     guard let inspector else { return }
     let handle = Unmanaged<CInspectorHandle>.fromOpaque(UnsafeRawPointer(inspector)).takeRetainedValue()
-    _ = waitFor { () async throws -> Void in await handle.inspector.stop() }
+    _ = blockingWait { () async throws -> Void in await handle.inspector.stop() }
 }
 
 /// The C status of a kind of failure (as libreduxstore's functions report it).
@@ -79,20 +77,6 @@ private func cStatus(of kind: StoreError.Kind) -> rdx_status {
     case .corrupt: RDX_ECORRUPT
     case .outOfMemory: RDX_ENOMEM
     }
-}
-
-/// Runs `body` on the Swift concurrency pool and waits for it on this (C's) thread.
-private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) -> Result<T, any Error> {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let outcome: Result<T, any Error>
-        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    return result.withLock { $0! }
 }
 
 extension InspectorOptions {

@@ -4,7 +4,6 @@
 // whose dispatches come here and whose stream's actions go back with rdx_store_apply_forwarded.
 internal import CJSONC
 public import CReduxStoreAPI
-import Dispatch
 import ReduxStore
 import ReduxStorePostgres
 import Synchronization
@@ -37,7 +36,9 @@ public func rdx_store_open_stream(
         // The pointers C passed stay valid for the task that uses them: this call waits for it.
         let request = CStreamOpening(
             stream: target, initialState: initialState, reducers: reducers, reducerCount: reducerCount)
-        let store = try waitFor { () async throws(CFailure) -> CStorePointer in try await request.open() }
+        let store = try blockingWait { () async throws(CFailure) -> CStorePointer in
+            try await request.open()
+        }.get()
         status?.pointee = RDX_OK
         return store.pointer
     } catch {
@@ -179,7 +180,7 @@ final class CStreamReplica: Sendable {
             }
             let name = String(cString: identifier)
             let source = file.map { "\(String(cString: $0)):\(line)" } ?? ""
-            _ = try waitFor { () async throws(CFailure) -> UInt64 in
+            _ = try blockingWait { () async throws(CFailure) -> UInt64 in
                 do {
                     return try await replicator.submit(identifier: name, payload: text, source: source)
                 } catch let error as ReplicationError {
@@ -187,7 +188,7 @@ final class CStreamReplica: Sendable {
                 } catch {
                     throw CFailure(RDX_EIO, "stream \"\(self.stream)\": \(error)")
                 }
-            }
+            }.get()
             return RDX_OK
         } catch {
             rdx_set_last_error(error.message)
@@ -198,7 +199,7 @@ final class CStreamReplica: Sendable {
     /// Waits for the dispatches on their way, stops following, closes the connections.
     func close() {
         guard let replicator = replicator.withLock({ $0 }) else { return }
-        _ = try? waitFor { () async throws(CFailure) in await replicator.close() }
+        _ = blockingWait { () async throws(CFailure) in await replicator.close() }
     }
 }
 
@@ -247,16 +248,3 @@ struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
     }
 }
 
-/// Runs `body` on the Swift concurrency pool and waits for it on this (C's) thread.
-private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws(CFailure) -> T) throws(CFailure) -> T {
-    let result = Mutex<Result<T, CFailure>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        let outcome: Result<T, CFailure>
-        do throws(CFailure) { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-        result.withLock { $0 = outcome }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0! }.get()
-}

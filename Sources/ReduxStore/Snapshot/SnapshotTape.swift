@@ -78,9 +78,6 @@ struct TapeSlot {
 
     @inline(__always)
     var count: Int { Int(truncatingIfNeeded: payload & 0xFFFF_FFFF) }
-
-    @inline(__always)
-    var isContainer: Bool { tag == .array || tag == .object || tag == .pending }
 }
 
 /// The storage behind a ``SnapshotTape``: raw buffers that grow geometrically and are kept
