@@ -435,12 +435,12 @@ RDX_API rdx_status rdx_store_dispatch_batch_json(rdx_store *store, const char *a
  * Cost, paid by every notifying dispatch while the observer is registered, under the store's
  * lock: one walk of the value, written into a flat buffer the observer keeps (two of them, each
  * about the size of the value's JSON text) and compared with the one before; nothing is allocated
- * per node. O(size of the value): on swift-packages-b (a 2-core x86_64 VM) with a release build, an observer on "" of a
- * 100,000-element array of small objects adds about 13 ms to each dispatch (keeping a deep copy
- * of the value instead cost about 150 ms: Benchmarks/C/observe_pointer.c), one on a small value
- * about a microsecond. On a Swift store handed to C, each comparison first encodes the whole
- * state to a json-c tree (an allocation per node), whatever the pointer: about 150 ms per
- * dispatch for a state of 100,000 small structs, even for a pointer to one of them.
+ * per node. O(size of the value): an observer on "" of a large array costs each dispatch far
+ * more than one on a small value, and far less than keeping a deep copy of the value would
+ * (Benchmarks/README.md, "What composition costs", has the figures). On a Swift store handed to
+ * C, each comparison first encodes the whole state to a json-c tree (an allocation per node),
+ * whatever the pointer: O(size of the state) per dispatch, even for a pointer to one small
+ * member.
  * Returns a token, never 0, or 0 on failure: RDX_EINVAL's words for a NULL store, pointer or
  * observer, or a pointer that is not a JSON Pointer: neither "" nor starting with '/', or with a
  * '~' not followed by '0' or '1' ("/~2", "/a~").

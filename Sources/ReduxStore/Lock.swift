@@ -20,9 +20,9 @@ import Musl
 /// ThreadSanitizer cannot follow (it reports every access inside it as a race, which would bury
 /// a real one). Every pthread call's result is checked; debug builds use an error-checking mutex,
 /// so locking twice on one thread traps at once instead of hanging; release builds glibc's
-/// adaptive mutex, which spins a little before it sleeps (with 4 threads dispatching on 2 cores:
-/// 122–127 ns an action against 170–194 ns with the default mutex, one thread unchanged, by the
-/// `contention.*` benchmarks on swift-packages-b, a 2-core x86_64 VM; Benchmarks/README.md).
+/// adaptive mutex, which spins a little before it sleeps: faster than the default mutex with more
+/// threads dispatching than there are cores, the same on one thread (Benchmarks/README.md, "The
+/// lock under contention").
 package struct Locked<Value> {
     private let storage: LockStorage<Value>
 
@@ -61,7 +61,7 @@ package struct Locked<Value> {
     /// See ``Locked/unsafe``. Not `Sendable`: a view is used on the thread that made it, while
     /// the ``Locked`` it came from is alive. It holds the storage unretained, so that the
     /// dispatch path's manual locking costs no retain and release per use (a strong reference
-    /// here costs two of each per dispatch, by callgrind's `dispatch-o0`).
+    /// here costs two of each per dispatch).
     package struct UnsafeView {
         fileprivate let storage: Unmanaged<LockStorage<Value>>
 

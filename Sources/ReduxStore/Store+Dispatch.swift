@@ -125,8 +125,8 @@ extension Store {
     ///
     /// Two functions and a value that cannot be copied rather than one function taking the
     /// change as a closure or an enum: the closure was not inlined and the enum copied the action's
-    /// existential in and out, 165 and 280 more instructions a dispatch (callgrind,
-    /// `ProfileDriver dispatch-o0`; 559 this way, 548 before the transaction and the sources).
+    /// existential in and out, each a cost on every dispatch (Benchmarks/README.md has the
+    /// figures).
     ///
     /// ## Which call waits for which
     ///
@@ -411,9 +411,7 @@ extension Store {
     /// ``dispatch(erased:notifies:source:)`` in a store with middleware, outside its reducers:
     /// the action passes the chain, then so does each action the reducers dispatched meanwhile.
     /// Out of line, so that a store without middleware does not pay for it: inlined into
-    /// ``dispatch(erased:notifies:source:)``, it cost a dispatch without middleware 29
-    /// instructions (callgrind, `ProfileDriver dispatch-o1`: 850, out of line 821;
-    /// `middleware-pass` 1,126 → 1,171).
+    /// ``dispatch(erased:notifies:source:)``, it made every dispatch without middleware dearer.
     @inline(never)
     private func dispatchThroughMiddleware(
         _ action: any Action, source: DispatchSite, _ middleware: MiddlewareChain, on me: UInt
@@ -447,9 +445,8 @@ extension Store {
     /// meanwhile; then passes those through the chain one after the other, in the order they
     /// were dispatched, until none is left. A loop here, not a dispatch inside the one that
     /// applied the action: a reducer that keeps dispatching grows neither the stack nor the depth.
-    /// (The depth and the pass add about 5 ns to a dispatch through one pass-through middleware,
-    /// 67 ns before, in a timing loop of a release build on swift-packages-b; the benchmark
-    /// `composition.middleware.pass1` in Benchmarks/ times the same path.)
+    /// (The depth and the pass add little to a dispatch through one pass-through middleware; the
+    /// benchmark `composition.middleware.pass1` in Benchmarks/ times that path.)
     @inline(__always)
     private func throughMiddleware(
         _ middleware: MiddlewareChain, context: UnsafeMutablePointer<ThreadContext>, _ body: () -> Void

@@ -43,7 +43,7 @@ extension Store {
         // Inlinable, so the reading and comparing below is specialized in the caller's module.
         // A path of stored properties of a struct is an offset into the state: read there, it
         // costs a load; any other path is applied as a key path, which costs a call into the
-        // runtime's unspecialized code (about 400 instructions by callgrind; Benchmarks/README.md).
+        // runtime's unspecialized code (Benchmarks/README.md, "What composition costs").
         let offset = MemoryLayout<State>.offset(of: keyPath)
         let box = SelectedValueBox<Value>()
         let selection = StateSelection(

@@ -164,8 +164,7 @@ extension Store {
     ///
     /// Transparent, not just `@inline(__always)`: the compiler stopped inlining it into the
     /// dispatch path once that path grew (middleware, recorder, selections), and the call cost
-    /// 36 instructions per dispatch with one observer (callgrind, ProfileDriver dispatch-o1:
-    /// 867 outlined, 831 inlined).
+    /// every dispatch with an observer (Benchmarks/README.md, "Dispatch against the plain store").
     @_transparent
     func deliver(
         _ first: NotificationRound, then more: [NotificationRound]?, context: UnsafeMutablePointer<ThreadContext>
@@ -177,9 +176,8 @@ extension Store {
             return
         }
         // The frame lives on this function's stack, linked into the thread's chain for exactly
-        // as long as it runs (ablation: an array of frames in the thread context instead costs
-        // 20% more time per dispatch with one observer, 107 ns vs 89 ns on swift-packages-b, a
-        // 2-core x86_64 VM; Benchmarks/README.md, "Ablations").
+        // as long as it runs (ablation: an array of frames in the thread context instead made a
+        // dispatch with one observer slower; Benchmarks/README.md, "Ablations").
         var frame = DeliveryFrame(store: id, pending: more, outer: context.pointee.innermost)
         withUnsafeMutablePointer(to: &frame) { frame in
             context.pointee.innermost = frame

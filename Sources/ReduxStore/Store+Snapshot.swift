@@ -81,9 +81,8 @@ extension Store {
             return (tape, core.pointee.version)
         }
         // Reuse the kept tape's storage when no reader holds it any more. (Ablation: a fresh tape
-        // per version instead measured 37-51 ms vs 30-33 ms per action and snapshot at 100,000
-        // todos, the page faults of a new buffer; about 5% at 1,000; `snapshot.store.*.readers1`
-        // on swift-packages-b, a 2-core x86_64 VM; Benchmarks/README.md.) The reader count is what
+        // per version was slower per action and snapshot, most for a large state, from the page
+        // faults of a new buffer; Benchmarks/README.md, "Snapshots".) The reader count is what
         // makes it sound: each reader's releasing decrement pairs with the acquiring load here,
         // so its last read of the tape happens before the tape is written again.
         let tape: SnapshotTape

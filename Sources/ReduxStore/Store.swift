@@ -108,8 +108,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     ) {
         // The closures are written here, not made by `erased(_:)` (which routed reducers use):
         // made in the array's own abstraction, a single reducer is called through one
-        // reabstraction thunk; made by a function and put in the array, through two (7 more
-        // instructions a dispatch, callgrind).
+        // reabstraction thunk; made by a function and put in the array, through two.
         let erased: [ErasedReducer]
         if State.self is AnyObject.Type {
             // A class state: each reducer gets its own copy of the reference, so the stored

@@ -11,10 +11,10 @@ public enum StoreLimits {
     /// every store: a middleware that dispatches (to its own store or another) opens one more
     /// level until its dispatch returns. A middleware that dispatches without end would otherwise
     /// overflow the thread's stack; past this depth the dispatch is refused (C: `RDX_ELIMIT`;
-    /// Swift: a trap, see ``Store/dispatchAction(_:file:line:)``). Each level takes a few KiB of stack
-    /// (measured with one C middleware on swift-packages-b, a 2-core x86_64 VM: 2.2 KiB in a
-    /// release build, 7.4 KiB in a debug build), so 64 levels stay far inside a thread's usual 8 MiB (libdispatch's queue
-    /// threads have as much on Linux), and deep enough for any chain a program means to make.
-    /// Actions a reducer dispatches do not nest: they pass the chain one after the other.
+    /// Swift: a trap, see ``Store/dispatchAction(_:file:line:)``). Each level takes a few KiB
+    /// of stack, more in a debug build than in a release build, so 64 levels stay far inside a
+    /// thread's usual 8 MiB (libdispatch's queue threads have as much on Linux), and deep enough
+    /// for any chain a program means to make. Actions a reducer dispatches do not nest: they pass
+    /// the chain one after the other.
     public static let maximumMiddlewareDepth = 64
 }

@@ -62,9 +62,7 @@ struct CAction: Action, @unchecked Sendable {
 
 extension Action {
     /// This action as a ``CAction`` if it is one. A plain cast: the `unsafeBitCast` after a type
-    /// comparison it replaced bought nothing measurable (ablation in Benchmarks/README.md:
-    /// `c.dispatch.null`, 90 ns with it, 89 ns without, by `swift package benchmark` on
-    /// swift-packages-b, a 2-core x86_64 VM).
+    /// comparison it replaced bought nothing measurable (Benchmarks/README.md, "Ablations").
     @inline(__always)
     var asCAction: CAction? {
         self as? CAction

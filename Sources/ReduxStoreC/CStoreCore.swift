@@ -9,9 +9,9 @@ import ReduxStore
 /// below, for every kind.
 ///
 /// Class-bound, and each kind a final class: the handle's existential is then a reference and a
-/// witness table, called without projecting a box. A struct kind cost 22 more instructions per
-/// `rdx_store_dispatch_action` than the class hierarchy this replaced, a class kind 6 (callgrind,
-/// `ProfileDriver c-null`; Benchmarks/README.md).
+/// witness table, called without projecting a box. A struct kind cost each
+/// `rdx_store_dispatch_action` clearly more than the class hierarchy this replaced, a class kind
+/// little more (Benchmarks/README.md, "Dispatch against the plain store").
 protocol CStoreCore: AnyObject, Sendable {
     associatedtype State: Codable
 

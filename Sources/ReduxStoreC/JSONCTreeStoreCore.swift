@@ -34,8 +34,8 @@ final class JSONCTreeStoreCore: CStoreCore {
         }
         let handle = CStoreHandle(core: JSONCTreeStoreCore(store: store), forwarding: forwarding)
         // Only with middleware: a weak reference gives the handle a side table, after which
-        // every retain and release of it takes the slow path (+170 instructions per C dispatch by
-        // callgrind, `ProfileDriver c-null`; Benchmarks/README.md).
+        // every retain and release of it takes the slow path (Benchmarks/README.md has the
+        // figures).
         if !middleware.isEmpty { owner.handle = handle }
         return handle
     }

@@ -65,9 +65,9 @@ final class InspectedStore: Sendable {
     /// Ticks the store's log (``StoreAccess/tickLog()``) every ``tickInterval`` while its
     /// version moves, and every ``quietTickInterval`` once it has not moved for a second, until
     /// cancelled. A record takes the time the last record that read the clock read, and reads it
-    /// again after a tick: so a dispatch does not read the clock itself (about 5 ns of a 40 ns
-    /// dispatch), and a record's time is earlier than its action's by at most about a tick
-    /// interval: 4 ms while actions flow (the coarse clock's own resolution on most Linux
+    /// again after a tick: so a dispatch does not read the clock itself (Benchmarks/README.md
+    /// has the figures), and a record's time is earlier than its action's by at most about a
+    /// tick interval: 4 ms while actions flow (the coarse clock's own resolution on most Linux
     /// kernels), 50 ms for the first ones after a quiet second. The first record after a tick
     /// reads the clock: an action alone after a quiet spell has the coarse clock's time.
     private static func tick(_ access: any StoreAccess) async {

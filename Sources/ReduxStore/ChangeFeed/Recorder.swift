@@ -109,10 +109,10 @@ struct JournalWait {
 /// exclusivity check or copy of a whole record). The rest is implied or rare: the records are
 /// of consecutive versions (every applied version is logged while the log is on), so a slot's
 /// version follows from the newest; a time is kept once per reading of the clock (``times``),
-/// a batch once per batch (``batches``). Measured with `ProfileDriver inspector-paired`
-/// (swift-packages-b): an array of records in a class cost a dispatch 2.4× one without; a ring
-/// of whole records 1.5×; two columns (the action; version, time, batch and source) 1.11×; the
-/// action and its source alone, the figure in `Benchmarks/README.md`, "The live inspector".
+/// a batch once per batch (``batches``). An array of records in a class, a ring of whole
+/// records, and two columns (the action; version, time, batch and source) each cost a dispatch
+/// more than the action and its source alone (Benchmarks/README.md, "The live inspector: both
+/// goals met").
 ///
 /// Invariant: the slots of the `count` records, from `start` on around the ring, are
 /// initialized in both columns, the rest not; ``times`` and ``batches`` are in version order and
@@ -251,8 +251,8 @@ struct ActionLog {
     /// to copy or destroy it) and fits an existential's inline buffer: the identity of its
     /// metadata, which an `any Action`'s container holds after its three words of buffer. Such
     /// an action is copied into the ring as its container's bytes, and its slot overwritten
-    /// without destroying it: no call of the type's value witnesses (two a record otherwise,
-    /// about 2 ns of a 36 ns dispatch by `ProfileDriver inspector-paired`). 0: none yet.
+    /// without destroying it: no call of the type's value witnesses (two a record otherwise).
+    /// 0: none yet.
     private var trivialType: UInt = 0
     /// The type last examined for that (so a store of other actions examines each one once a run).
     private var examinedType: UInt = 0
@@ -466,14 +466,13 @@ extension Store {
         patch: [JSONPatch.Operation]? = nil, patchError: String? = nil
     ) -> ChangeRecord {
         var time = timespec()
-        // The kernel's coarse clock: the time of its last tick (every 4 ms on the kernel of
-        // swift-packages-b, a 2-core x86_64 VM), read from memory for about 6 ns, where the
-        // precise clock costs about 28 ns there, half a dispatch (Benchmarks/README.md, "What
-        // inspection costs").
+        // The kernel's coarse clock: the time of its last tick (every few milliseconds), read
+        // from memory, where the precise clock costs several times as much (Benchmarks/README.md,
+        // "What inspection costs").
         clock_gettime(CLOCK_REALTIME_COARSE, &time)
         let source = source.borrowed ? source.kept() : source
         // Two initializers rather than one with `journalCopier.map { … } ?? action`, which copies
-        // the action's existential once more (about 20 instructions a record).
+        // the action's existential once more for every record.
         if let journalCopier {
             return ChangeRecord(
                 version: version, action: journalCopier(action), time: time, batch: batch, patch: patch,

@@ -53,8 +53,7 @@ package struct DispatchSite: Sendable {
     @usableFromInline nonisolated(unsafe) package let file: UnsafeRawPointer?
     /// The line (the low 32 bits), the name's length (the next 31) and whether it is borrowed
     /// (the top bit), in one word: two words in all, passed in two registers along the dispatch
-    /// path (four separate fields cost a dispatch about 6 instructions, by callgrind's
-    /// `ProfileDriver dispatch-o0`).
+    /// path (four separate fields cost every dispatch more).
     @usableFromInline let bits: UInt64
 
     /// The line; 0 when unknown.

@@ -23,8 +23,8 @@ extension Store {
     /// (`CLOCK_REALTIME_COARSE`, a few milliseconds' resolution). When every claim is `ticked`, a
     /// record reads that clock only when ``tickActionLog()`` was called since the last record
     /// that read it, and otherwise takes the same time: a ticker that calls it every few
-    /// milliseconds while actions are applied spares each dispatch the clock (about 5 ns of a 40 ns
-    /// dispatch, measured with `ProfileDriver inspector-idle`), at the ticker's resolution.
+    /// milliseconds while actions are applied spares each dispatch the clock, at the ticker's
+    /// resolution (Benchmarks/README.md, "The live inspector: both goals met").
     package func openActionLog(_ capacity: Int, ticked: Bool = false) -> UInt64 {
         withCoreLocked { core, _ in core.pointee.actionLog.open(capacity, ticked: ticked) }
     }

@@ -74,14 +74,14 @@ package struct ChangeRecord: @unchecked Sendable {
     }
     /// ``time`` as nanoseconds since 1970: one word, made from the clock's two with arithmetic
     /// (copying the `timespec` the clock wrote as a whole stalled the store forwarding of every
-    /// record into the live inspector's log; perf annotate, ProfileDriver inspector-idle).
+    /// record into the live inspector's log).
     let nanoseconds: Int64
     /// The versions of the batch this action belongs to, if it was applied in one of more than
     /// one action.
     package var batch: ClosedRange<UInt64>? { batchFirst == 0 ? nil : batchFirst...batchLast }
     /// ``batch``'s bounds, 0 for none (versions start at 1): two words rather than an optional
     /// range, whose tag byte made each copy of a record into the live inspector's log a store
-    /// forwarding stall (perf annotate, ProfileDriver inspector-idle: a third of its time).
+    /// forwarding stall.
     private let batchFirst: UInt64
     private let batchLast: UInt64
 

@@ -190,7 +190,8 @@ final class Journal: @unchecked Sendable {
             return false
         }
         let version = record.version
-        // Moved, not copied: a copy of a record costs a dispatch about 90 instructions.
+        // Moved, not copied: a copy of a record would be paid by every dispatch
+        // (Benchmarks/README.md, "What inspection costs").
         queue.pending.append(consume record)
         queue.appended = version
         _checkQueueInvariantsLocked()

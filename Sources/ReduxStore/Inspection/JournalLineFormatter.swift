@@ -86,7 +86,7 @@ struct JournalLineFormatter: ~Copyable {
     }
 
     /// How each action type's payload is printed, found once per type: a protocol cast
-    /// (`as? any Encodable`) costs thousands of instructions, a lookup here tens.
+    /// (`as? any Encodable`) costs far more than a lookup here.
     private enum Kind {
         case json, recordable, other
         case encodable((any Action) -> Result<SnapshotTape, StoreError>)
@@ -458,7 +458,7 @@ struct JournalLineProblem {
 }
 
 /// A growable byte buffer whose appends are a capacity test and a `memcpy` (an array's
-/// `append(contentsOf:)` cost about 90 instructions a call under callgrind, five calls a line).
+/// `append(contentsOf:)` cost far more a call, five calls a line).
 struct ByteBuffer: ~Copyable {
     private var start: UnsafeMutablePointer<UInt8>
     private var capacity: Int

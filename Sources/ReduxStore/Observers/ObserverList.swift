@@ -38,9 +38,9 @@ final class ObserverList: Sendable {
     /// Reads and compares the values of the selecting observers of `list` after the action
     /// applied as `version`; returns whether any changed. The caller holds the store's lock,
     /// which keeps the list and its selections alive: this takes no references of its own
-    /// (the retains and releases were a third of a key-path observer's cost, by callgrind,
-    /// `ProfileDriver keypath-unchanged`; Benchmarks/README.md). Not a
-    /// method of the generic store: there, the closure below was called, not inlined.
+    /// (the retains and releases were a large part of a key-path observer's cost;
+    /// Benchmarks/README.md, "What composition costs"). Not a method of the generic store:
+    /// there, the closure below was called, not inlined.
     static func updateSelections(
         of list: Unmanaged<ObserverList>, state: UnsafeMutableRawPointer, version: UInt64
     ) -> Bool {

@@ -35,7 +35,7 @@ struct ThreadContext {
     /// owns what lies past the mark it took when it began (a reducer may run another store's
     /// transaction inside it), and takes it once it released its lock. Kept here, not in the
     /// transaction, so that a transaction without them releases nothing and tests one count
-    /// (about 25 instructions a dispatch, by callgrind's `ProfileDriver dispatch-o0`).
+    /// (Benchmarks/README.md, "Dispatch against the plain store").
     var pending: [PendingWork] = []
 
     /// The pending work from `mark` on, taken out: the rounds and the actions, each in order.

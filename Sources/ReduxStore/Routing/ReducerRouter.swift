@@ -308,8 +308,8 @@ extension ReducerRouter.Route {
 
 /// The identity of the type `action` was boxed as: for a struct or an enum its type; for a class
 /// instance the type it was dispatched as. Read from the existential as it is opened, where
-/// `type(of:)` calls into the runtime (about 50 instructions, which also look through a class
-/// instance to its dynamic class).
+/// `type(of:)` calls into the runtime (which also looks through a class instance to its dynamic
+/// class).
 @inline(__always)
 func boxedType(of action: any Action) -> ObjectIdentifier {
     @inline(__always) func identity<T: Action>(_: T) -> ObjectIdentifier { ObjectIdentifier(T.self) }
