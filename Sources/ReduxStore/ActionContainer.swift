@@ -32,7 +32,7 @@ package enum ActionContainer {
     }()
 
     /// The identity of `type`: what ``typeIdentity(of:)`` returns for an action of that type.
-    @inlinable
+    @inlinable @inline(__always)
     package static func identity(of type: any Action.Type) -> UInt {
         UInt(bitPattern: ObjectIdentifier(type))
     }
@@ -40,7 +40,7 @@ package enum ActionContainer {
     /// The identity of the type `action` holds, read from its container: for a value type, the
     /// same as `identity(of: type(of: action))` without the runtime's dynamic-type lookup. (For
     /// a class it is the static type the container was made with, never a struct's.)
-    @inlinable
+    @inlinable @inline(__always)
     package static func typeIdentity(of action: borrowing any Action) -> UInt {
         withUnsafeBytes(of: action as any Action) { $0.load(fromByteOffset: typeOffset, as: UInt.self) }
     }
@@ -65,4 +65,13 @@ private struct LayoutProbe: Action {
     static func make() -> any Action {
         LayoutProbe(first: 0x5EED_0001, second: 0x5EED_0002, third: 0x5EED_0003)
     }
+}
+
+/// Makes an action that may borrow what it holds (a C caller's identifier and payload, valid
+/// only for the call) into one that owns it: what a store's journal and action log keep of an
+/// action past its dispatch. A store of such actions is given one at creation; it is called
+/// under the store's lock only.
+package protocol ActionKeeper: AnyObject, Sendable {
+    /// `action` owning what it holds (`action` itself when it already does).
+    func keep(_ action: any Action) -> any Action
 }

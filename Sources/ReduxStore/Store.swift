@@ -64,10 +64,10 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let readableInsideReducer: Bool
     /// Actions given to ``enqueueAction(_:file:line:)`` and not yet applied.
     let enqueued: EnqueuedActions
-    /// For stores whose actions may borrow what they hold (the C face's): makes the copy a
-    /// journal keeps past the dispatch. `nil` for Swift stores, whose actions are values.
-    /// Set once, before the store is shared.
-    @exclusivity(unchecked) nonisolated(unsafe) package var journalCopier: (@Sendable (any Action) -> any Action)?
+    /// For stores whose actions may borrow what they hold (the C face's): makes the copy the
+    /// journal and the action log keep past the dispatch. `nil` for Swift stores, whose actions
+    /// are values. A constant, so a dispatch calls it without retaining it.
+    let keeper: (any ActionKeeper)?
     /// Why this store's state may change only through its owner (a replica of a stream, whose
     /// versions the stream decides): ``restore(version:)`` then throws this. Set once, before the
     /// store is shared; `nil` for most stores.
@@ -145,7 +145,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         erasedReducers reducers: [ErasedReducer], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(),
         readableInsideReducer: Bool = State.self is AnyObject.Type,
-        middleware: MiddlewareChain? = nil
+        middleware: MiddlewareChain? = nil, keeper: (any ActionKeeper)? = nil
     ) {
         let reduce: ErasedReducer
         switch reducers.count {
@@ -158,19 +158,20 @@ public final class Store<State: Codable>: @unchecked Sendable {
         }
         self.init(
             erasedReducer: reduce, adopting: state, version: version, encoder: encoder,
-            readableInsideReducer: readableInsideReducer, middleware: middleware)
+            readableInsideReducer: readableInsideReducer, middleware: middleware, keeper: keeper)
     }
 
-    /// ``init(erasedReducers:adopting:version:encoder:readableInsideReducer:middleware:)`` with
+    /// ``init(erasedReducers:adopting:version:encoder:readableInsideReducer:middleware:keeper:)`` with
     /// one function that applies an action, whatever it runs (the routed reducers' lookup): not
     /// read from an array, so it is called with no reabstraction thunk.
     package init(
         erasedReducer reduce: @escaping ErasedReducer, adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(),
         readableInsideReducer: Bool = State.self is AnyObject.Type,
-        middleware: MiddlewareChain? = nil
+        middleware: MiddlewareChain? = nil, keeper: (any ActionKeeper)? = nil
     ) {
         ActionContainer.checkLayout()
+        self.keeper = keeper
         self.middleware = middleware
         hasMiddleware = middleware != nil
         self.reduce = reduce

@@ -106,12 +106,12 @@ struct KeptCAction: JournalRecordable, @unchecked Sendable {
     var journalPayload: OpaquePointer? { nil }
 }
 
-/// What a C store keeps of an action past its dispatch (the store's `journalCopier`): a
+/// What a C store keeps of an action past its dispatch (the store's ``ActionKeeper``): a
 /// ``KeptCAction`` for an action without a payload, its identifier found among the kept ones;
 /// otherwise a copy that owns its identifier and payload. Called under the store's lock only,
 /// so the last identifier seen is remembered without a lock of its own: the common case (one
 /// identifier dispatched again and again from one call) costs a comparison of the bytes.
-final class CActionKeeper: @unchecked Sendable {
+final class CActionKeeper: ActionKeeper, @unchecked Sendable {
     // @unchecked: `last` is used under the store's lock alone.
     /// The caller's identifier last kept, and its kept copy.
     private var last: (address: UnsafePointer<CChar>, kept: UnsafePointer<CChar>)?

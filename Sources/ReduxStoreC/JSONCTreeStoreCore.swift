@@ -24,11 +24,10 @@ final class JSONCTreeStoreCore: CStoreCore {
         let store = Store(
             erasedReducers: [{ _, action in reducers.apply(action) }],
             adopting: state, version: version, readableInsideReducer: true,
-            middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)))
-        // A C action borrows the caller's identifier and payload: the journal and the action log
-        // keep a copy.
-        let keeper = CActionKeeper()
-        store.journalCopier = { action in keeper.keep(action) }
+            middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)),
+            // A C action borrows the caller's identifier and payload: the journal and the
+            // action log keep a copy.
+            keeper: CActionKeeper())
         if forwarding != nil {
             store.localChangesRefusal = "this store's order is decided by another library (a replicated store): its versions come from there"
         }

@@ -231,7 +231,6 @@ struct ActionLog {
         // `as any Action`: the container's bytes, not those of the value inside (a generic
         // parameter opens an existential argument).
         let copied = withUnsafeBytes(of: action as any Action) { bytes in
-            assert(bytes.count == MemoryLayout<any Action>.size)
             guard ActionContainer.typeIdentity(at: bytes.baseAddress!) == trivialType else { return false }
             UnsafeMutableRawPointer(actions + slot).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
             return true
@@ -406,9 +405,8 @@ extension Store {
         core.pointee.actionLog.stamp(version)
         if let batch, batch.lowerBound == version { core.pointee.actionLog.noteBatch(batch) }
         let source = core.pointee.actionLog.keep(source)
-        // The copier tested first: `if let` alone retains and releases it on every dispatch.
-        if journalCopier != nil, let journalCopier {
-            core.pointee.actionLog.append(journalCopier(action), version: version, source: source)
+        if let keeper {
+            core.pointee.actionLog.append(keeper.keep(action), version: version, source: source)
         } else {
             core.pointee.actionLog.append(action, version: version, source: source)
         }
@@ -459,7 +457,7 @@ extension Store {
     }
 
     /// The record of `action`, owning what it holds: a C action's payload is copied
-    /// (``journalCopier``), a C caller's file name kept (``DispatchSite/kept()``).
+    /// (``keeper``), a C caller's file name kept (``DispatchSite/kept()``).
     @inline(__always)
     private func makeRecordLocked(
         _ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite,
@@ -471,11 +469,11 @@ extension Store {
         // "What inspection costs").
         clock_gettime(CLOCK_REALTIME_COARSE, &time)
         let source = source.borrowed ? source.kept() : source
-        // Two initializers rather than one with `journalCopier.map { … } ?? action`, which copies
-        // the action's existential once more for every record.
-        if let journalCopier {
+        // Two initializers rather than one with `keeper.map { … } ?? action`, which copies the
+        // action's existential once more for every record.
+        if let keeper {
             return ChangeRecord(
-                version: version, action: journalCopier(action), time: time, batch: batch, patch: patch,
+                version: version, action: keeper.keep(action), time: time, batch: batch, patch: patch,
                 patchError: patchError, source: source)
         }
         return ChangeRecord(
