@@ -51,33 +51,33 @@ func dispatchBatchFromC(
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let text = try CInput.required(actionsJSON, "actions_json")
             let length = strnlen(text, StoreLimits.maximumJSONTextSize + 1)
-            let actions = try JSONInput.withParsedBatch(text, length: length) {
-                (parts) throws(StoreError) -> [any Action] in
+            // Applied inside the parse, while the parsed tree lives: the actions may borrow from
+            // it (``CStoreCore/makeBatchAction(identifier:payload:)``).
+            try JSONInput.withParsedBatch(text, length: length) { (parts) throws(StoreError) in
                 var actions: [any Action] = []
                 actions.reserveCapacity(parts.count)
                 for (index, part) in parts.enumerated() {
                     do throws(StoreError) {
                         actions.append(
-                            try handle.core.makeAction(identifier: part.identifier, payload: part.payload))
+                            try handle.core.makeBatchAction(identifier: part.identifier, payload: part.payload))
                     } catch {
                         throw error.prefixed("[\(index)]")
                     }
                 }
-                return actions
-            }
-            guard let forwarding = handle.forwarding else {
-                try handle.core.dispatchBatch(actions, source: source)
-                return
-            }
-            // Every element checked, a forwarding store's library orders them one by one: each
-            // handed on in order, and applied before the next.
-            for action in actions {
-                try action.withCParts { identifier, payload in
-                    Result { () throws(StoreError) in
-                        try forwarding.forward(
-                            handle, identifier: identifier, payload: payload, enqueue: false, source: source)
-                    }
-                }.get()
+                guard let forwarding = handle.forwarding else {
+                    try handle.core.dispatchBatch(actions, source: source)
+                    return
+                }
+                // Every element checked, a forwarding store's library orders them one by one:
+                // each handed on in order, and applied before the next.
+                for action in actions {
+                    try action.withCParts { identifier, payload in
+                        Result { () throws(StoreError) in
+                            try forwarding.forward(
+                                handle, identifier: identifier, payload: payload, enqueue: false, source: source)
+                        }
+                    }.get()
+                }
             }
         }
     }

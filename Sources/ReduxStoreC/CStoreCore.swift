@@ -27,6 +27,12 @@ protocol CStoreCore: AnyObject, Sendable {
     func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)
         -> any Action
 
+    /// An action for an element of a batch being applied by this call, from C's identifier
+    /// and payload (borrowed, already checked): it may borrow them where the batch is applied
+    /// before the call returns (not from inside a reducer, where it is queued).
+    func makeBatchAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)
+        -> any Action
+
     // The rest has one implementation (the extension below). Declared here so that each kind's
     // witness is that implementation specialized for its `State`.
 

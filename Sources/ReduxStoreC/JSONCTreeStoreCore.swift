@@ -45,6 +45,16 @@ final class JSONCTreeStoreCore: CStoreCore {
         try CAction(copying: identifier, payload: payload)
     }
 
+    func makeBatchAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
+        throws(StoreError) -> any Action
+    {
+        // Not from inside a reducer: the batch is applied before the call returns, so the
+        // actions borrow, as a single dispatch's does (a journal or action log keeps a copy).
+        store.isInsideReducer
+            ? try CAction(copying: identifier, payload: payload)
+            : CAction(borrowing: identifier, payload: payload)
+    }
+
     func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, source: DispatchSite)
         throws(StoreError)
     {

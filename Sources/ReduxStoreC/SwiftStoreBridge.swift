@@ -44,6 +44,13 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
 
     /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values
     /// that own what they hold.
+    /// A Swift store's actions own what they hold (decoded values), so a batch's are the same.
+    func makeBatchAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
+        throws(StoreError) -> any Action
+    {
+        try makeAction(identifier: identifier, payload: payload)
+    }
+
     func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)
         throws(StoreError) -> any Action
     {
