@@ -196,23 +196,27 @@ package enum JSONInput {
             throw StoreError(.decode, "action: expected object, found \(JSONC.kindName(root))")
         }
         var identifier: OpaquePointer?
+        var hasIdentifier = false
         var payload: OpaquePointer?
         var iterator = json_object_iter_begin(root)
         var end = json_object_iter_end(root)
         while json_object_iter_equal(&iterator, &end) == 0 {
-            let key = String(cString: json_object_iter_peek_name(&iterator))
+            // The key compared as C text: no String made of it unless it is refused.
+            let key = json_object_iter_peek_name(&iterator)!
             let value = json_object_iter_peek_value(&iterator)
-            switch key {
-            case "identifier": identifier = value
-            case "payload": payload = value
-            default:
+            if strcmp(key, "identifier") == 0 {
+                identifier = value
+                hasIdentifier = true
+            } else if strcmp(key, "payload") == 0 {
+                payload = value
+            } else {
                 throw StoreError(
-                    .decode, codingPath: "action.\(key)",
+                    .decode, codingPath: "action.\(String(cString: key))",
                     detail: "unexpected key (an action has \"identifier\" and \"payload\")")
             }
             json_object_iter_next(&iterator)
         }
-        guard json_object_object_get_ex(root, "identifier", nil) != 0 else {
+        guard hasIdentifier else {
             throw StoreError(.decode, codingPath: "identifier", detail: "key not found")
         }
         guard let identifier, json_object_get_type(identifier) == json_type_string else {

@@ -80,7 +80,10 @@ extension JSONC {
             throw StoreError(.limit, "JSON text of \(size) bytes is too large for json-c")
         }
         let tokener = try ThreadTokeners.tokener(depth: Int32(clamping: maximumDepth))
-        json_tokener_set_flags(tokener, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8)
+        // Not JSON_TOKENER_VALIDATE_UTF8: the scan before refused every text that is not UTF-8,
+        // by a stricter rule than json-c's (which lets overlong forms through); json-c's check
+        // would read every byte again, through a call per byte.
+        json_tokener_set_flags(tokener, JSON_TOKENER_STRICT)
 
         var tree: OpaquePointer?
         if let base = bytes.baseAddress, size > 0 {
@@ -121,26 +124,32 @@ extension JSONC {
     ///
     /// - Returns: where each integer past the 64-bit range ends (json-c would clamp them).
     static func rejectWhatJSONCLetsThrough(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) -> [Int] {
+        guard let base = bytes.baseAddress else { return [] }
         var wideIntegers: [Int] = []
-        var inString = false
-        var index = 0
         let count = bytes.count
-        var ascii = true
+        // Every byte OR-ed in: its top bit says whether any byte is not ASCII.
+        var seen: UInt8 = 0
+        var index = 0
         while index < count {
-            let byte = bytes[index]
-            if byte >= 0x80 { ascii = false }
-            if inString {
-                if byte == UInt8(ascii: "\\") {
-                    index += 2
-                    continue
+            let byte = base[index]
+            seen |= byte
+            if byte == UInt8(ascii: "\"") {
+                // A string, read to its closing quote in a loop of its own: most of a text's
+                // bytes, and most of them letters, past the backslash in one comparison.
+                index += 1
+                while index < count {
+                    let byte = base[index]
+                    seen |= byte
+                    if byte > UInt8(ascii: "\\") || (byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")) {
+                        index += 1
+                    } else if byte == UInt8(ascii: "\\") {
+                        index += 2
+                    } else if byte == UInt8(ascii: "\"") {
+                        break
+                    } else {
+                        throw StoreError(.parse, "JSON text does not parse at byte \(index): a control character inside a string must be escaped")
+                    }
                 }
-                if byte == UInt8(ascii: "\"") {
-                    inString = false
-                } else if byte < 0x20 {
-                    throw StoreError(.parse, "JSON text does not parse at byte \(index): a control character inside a string must be escaped")
-                }
-            } else if byte == UInt8(ascii: "\"") {
-                inString = true
             } else if byte == UInt8(ascii: "N") || byte == UInt8(ascii: "I") {
                 throw StoreError(.parse, "JSON text does not parse at byte \(index): NaN and Infinity are not JSON numbers")
             } else if byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) {
@@ -151,6 +160,7 @@ extension JSONC {
             }
             index += 1
         }
+        let ascii = seen < 0x80
         // json-c's UTF-8 check lets overlong forms and surrogates through (`C0 93`, say), which a
         // Swift `String` would repair into U+FFFD: a key read from C and from Swift would differ.
         if !ascii, let offset = firstInvalidUTF8(bytes) {
