@@ -34,10 +34,9 @@
  *   - a callback must not block waiting for another thread that is itself waiting for this
  *     callback to return (for instance two stores' observers flushing each other's queue).
  * Which call waits for which is written once, beside the code that applies every action (the
- * apply transaction in Sources/ReduxStore/Store+Dispatch.swift); in short, nothing waits while
- * holding the store's lock, and rdx_store_flush(), rdx_store_remove_observer() outside callbacks,
- * rdx_store_remove_change_listener(), the last rdx_store_release() and a dispatch to a full
- * journal are the calls that wait.
+ * apply transaction in Sources/ReduxStore/Store+Dispatch.swift). The last rdx_store_release()
+ * flushes the store's queue and removes its observers and listeners: it waits as
+ * rdx_store_flush() and rdx_store_remove_observer() do.
  *
  * fork(): in a child process made by fork() (until it calls exec), rdx_store_enqueue_action()
  * and rdx_store_flush() return RDX_EINVAL on every store: the store's queue runs on libdispatch,

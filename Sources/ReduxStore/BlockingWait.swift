@@ -9,8 +9,10 @@ package func blockingWait<T: Sendable, Failure: Error>(
     Task {
         let result: Result<T, Failure>
         do throws(Failure) { result = .success(try await body()) } catch { result = .failure(error) }
-        outcome.withLock { $0 = result }
-        outcome.broadcast()
+        outcome.withLock {
+            $0 = result
+            outcome.broadcast()
+        }
     }
     let view = outcome.unsafe
     view.lock()

@@ -15,7 +15,7 @@ final class CForwarding: @unchecked Sendable {
     private let function: rdx_forward_fn
     private let context: UnsafeMutableRawPointer?
     private let release: rdx_release_fn?
-    private let released = Mutex(false)
+    private let released = Locked(false)
     /// The thread applying a forwarded action (`rdx_store_apply_forwarded`), or 0: the store's
     /// reducers, listeners and observers run on it, and a dispatch from them would wait for the
     /// very action that runs them.

@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
-import Synchronization
+import ReduxStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -91,7 +91,7 @@ final class ConnectionRegistry: Sendable {
         var next: UInt64 = 0
         var closed = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(limit: Int) { self.limit = limit }
 
@@ -550,7 +550,7 @@ final class Completion: Sendable {
         var timers: [Int: Task<Void, Never>] = [:]
         var next = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func signal() {
         let (waiters, timers) = state.withLock { state in

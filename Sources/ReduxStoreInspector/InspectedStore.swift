@@ -1,7 +1,6 @@
 internal import CJSONC
 import FoundationEssentials
 import ReduxStore
-import Synchronization
 
 /// What the inspector needs of a store, whatever its kind (a Swift `Store<State>`, a C store, a
 /// recorded journal): its action log, its state as JSON at a version, diffs, restore and dispatch;
@@ -30,7 +29,7 @@ final class InspectedStore: Sendable {
         } else {
             ticker = nil
         }
-        pages = Mutex(Pages(claim: claim))
+        pages = Locked(Pages(claim: claim))
     }
 
     /// Tells the store's log when to read the clock again (``tick(_:)``); cancelled at ``detach()``.
@@ -38,7 +37,7 @@ final class InspectedStore: Sendable {
     /// The pages connected, the inspector's claim on the store's log, and whether it has
     /// detached: with ``InspectorOptions/keptActions`` 0 the claim is opened as the first page
     /// comes and closed as the last goes.
-    private let pages: Mutex<Pages>
+    private let pages: Locked<Pages>
 
     private struct Pages {
         var count = 0
@@ -46,7 +45,7 @@ final class InspectedStore: Sendable {
         var detached = false
     }
     /// The newest state read for the pages.
-    private let latest = Mutex<LatestState?>(nil)
+    private let latest = Locked<LatestState?>(nil)
 
     /// Stops the store's log and lets the store go. Idempotent.
     func detach() {

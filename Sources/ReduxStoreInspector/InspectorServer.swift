@@ -7,7 +7,6 @@ import NIOCore
 import NIOHTTP1
 import ReduxStore
 import ServiceLifecycle
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +17,7 @@ final class InspectorServer: Sendable {
     let port: Int
     private let inspected: InspectedStore
     private let group: ServiceGroup
-    private let running: Mutex<Task<Void, Never>?>
+    private let running: Locked<Task<Void, Never>?>
     /// Signalled when the server's task ends.
     private let finished: Completion
     private let sessions: SessionRegistry
@@ -32,7 +31,7 @@ final class InspectorServer: Sendable {
         self.port = port
         self.inspected = inspected
         self.group = group
-        self.running = Mutex(running)
+        self.running = Locked(running)
         self.finished = finished
         self.sessions = sessions
         self.connections = connections
@@ -42,7 +41,7 @@ final class InspectorServer: Sendable {
         inspected: InspectedStore, options: InspectorOptions, token: String
     ) async throws(StoreError) -> InspectorServer {
         let sessions = SessionRegistry()
-        let gate = RequestGate(token: token, address: Mutex(nil))
+        let gate = RequestGate(token: token, address: Locked(nil))
         var logger = Logger(label: "ReduxStoreInspector")
         logger.logLevel = .critical
 
@@ -137,7 +136,7 @@ final class InspectorServer: Sendable {
             logger: logger)
         let group = ServiceGroup(
             configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = Locked<(any Error)?>(nil)
         let finished = Completion()
         let running = Task {
             do {
@@ -232,9 +231,9 @@ struct AddressCheck: Sendable {
 final class RequestGate: Sendable {
     let token: String
     /// Set once the port is known (before the first request can arrive).
-    let address: Mutex<AddressCheck?>
+    let address: Locked<AddressCheck?>
 
-    init(token: String, address: consuming Mutex<AddressCheck?>) {
+    init(token: String, address: Locked<AddressCheck?>) {
         self.token = token
         self.address = address
     }
@@ -303,7 +302,7 @@ final class SessionRegistry: Sendable {
         var upgrading: Set<ObjectIdentifier> = []
         var closing = false
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// `channel` is to become a page: counted until its session starts or it closes.
     func upgrading(_ channel: any Channel) {

@@ -1,6 +1,5 @@
 import HummingbirdWebSocket
 import ReduxStore
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +12,7 @@ final class Doorbell: Sendable {
         var closed = false
         var waiter: CheckedContinuation<Void, Never>?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func ring() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in

@@ -2,7 +2,6 @@ internal import CJSONC
 import Logging
 import PostgresNIO
 import ReduxStore
-import Synchronization
 import Crypto
 #if canImport(Glibc)
 import Glibc
@@ -785,7 +784,7 @@ extension PostgresConnection {
 
 /// The first of several results, handed to one waiting continuation.
 final class Answer<Value: Sendable>: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<Value, any Error>?, given: Bool)>((nil, false))
+    private let state = Locked<(continuation: CheckedContinuation<Value, any Error>?, given: Bool)>((nil, false))
 
     func wait(_ continuation: CheckedContinuation<Value, any Error>) {
         state.withLock { $0.continuation = continuation }

@@ -6,7 +6,6 @@ internal import CJSONC
 public import CReduxStoreAPI
 import ReduxStore
 import ReduxStorePostgres
-import Synchronization
 
 @c @implementation
 public func rdx_store_open_stream(
@@ -154,7 +153,7 @@ struct CStreamOpening: @unchecked Sendable {
 /// The replication of one C store: what its forwarded dispatches are committed through.
 final class CStreamReplica: Sendable {
     let stream: String
-    private let replicator = Mutex<Replicator?>(nil)
+    private let replicator = Locked<Replicator?>(nil)
 
     init(stream: String) { self.stream = stream }
 
