@@ -72,6 +72,32 @@ func registerCBenchmarks() {
         }
     }
 
+    // A batch of 10 of those actions, and its floor: json-c parsing and freeing the same text.
+    let batchText = "[" + Array(
+        repeating: #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#,
+        count: 10
+    ).joined(separator: ",") + "]"
+
+    Benchmark("c.dispatch.batch.json", configuration: configuration) { benchmark, store in
+        batchText.withCString { text in
+            for _ in benchmark.scaledIterations {
+                precondition(rdx_store_dispatch_batch_json(store.pointer, text) == RDX_OK)
+            }
+        }
+    } setup: {
+        CStore.counter()
+    }
+
+    Benchmark("c.jsonc.parse.batch", configuration: configuration) { benchmark in
+        batchText.withCString { text in
+            for _ in benchmark.scaledIterations {
+                let parsed = json_tokener_parse(text)
+                precondition(parsed != nil)
+                json_object_put(parsed)
+            }
+        }
+    }
+
     Benchmark("c.current_state.counter", configuration: configuration) { benchmark, store in
         for _ in benchmark.scaledIterations {
             json_object_put(rdx_store_current_state(store.pointer))

@@ -257,6 +257,8 @@ ratio("C", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch
       "c.swiftstore.dispatch.null", "dispatch.store.counter.r1.o0", atMost: 1.3)
 ratio("C", "rdx_store_dispatch_json of a small action ÷ json-c parsing and freeing the same text",
       "c.dispatch.json", "c.jsonc.parse", atMost: 1.3)
+ratio("C", "rdx_store_dispatch_batch_json of 10 small actions ÷ json-c parsing and freeing the same text",
+      "c.dispatch.batch.json", "c.jsonc.parse.batch", atMost: 1.3)
 if let mallocs = figures["c.dispatch.payload"]?.mallocsPerOperation {
     goals.append(Goal(goal: "C", measure: "heap allocations per C dispatch with a payload (no text made)",
                       value: mallocs, target: "0", met: mallocs == 0))
