@@ -66,12 +66,3 @@ private struct LayoutProbe: Action {
         LayoutProbe(first: 0x5EED_0001, second: 0x5EED_0002, third: 0x5EED_0003)
     }
 }
-
-/// Makes an action that may borrow what it holds (a C caller's identifier and payload, valid
-/// only for the call) into one that owns it: what a store's journal and action log keep of an
-/// action past its dispatch. A store of such actions is given one at creation; it is called
-/// under the store's lock only.
-package protocol ActionKeeper: AnyObject, Sendable {
-    /// `action` owning what it holds (`action` itself when it already does).
-    func keep(_ action: any Action) -> any Action
-}

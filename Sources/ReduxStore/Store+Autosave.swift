@@ -308,11 +308,8 @@ final class Autosaver: Sendable {
 
     /// The autosaves running in this process, saved at exit. Each one is removed when it stops
     /// or its store is freed.
-    private static let live = Locked<[ObjectIdentifier: Autosaver]>([:])
+    static let live = Locked<[ObjectIdentifier: Autosaver]>([:])
     private static let exitHookInstalled = Atomic<Bool>(false)
-
-    /// The number of autosaves running in this process.
-    static var liveCount: Int { live.withLock { $0.count } }
 
     static func registerForExit(_ saver: Autosaver) {
         live.withLock { $0[ObjectIdentifier(saver)] = saver }

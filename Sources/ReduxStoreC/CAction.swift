@@ -77,7 +77,11 @@ extension CAction {
     @inline(__always)
     static func stored(in action: any Action) -> CAction? {
         guard ActionContainer.typeIdentity(of: action) == ActionContainer.identity(of: CAction.self) else { return nil }
-        // A struct of three words: stored at the start of the container's inline buffer.
+        // Stored at the start of the container's inline buffer, which holds three words: the
+        // condition is known when compiling, so it costs nothing unless it fails.
+        precondition(MemoryLayout<CAction>.size <= 3 * MemoryLayout<Int>.size
+                     && MemoryLayout<CAction>.alignment <= MemoryLayout<Int>.alignment,
+                     "ReduxStore: a CAction no longer fits an existential's inline buffer")
         return withUnsafeBytes(of: action as any Action) { $0.load(as: CAction.self) }
     }
 }

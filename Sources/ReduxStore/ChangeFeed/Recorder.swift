@@ -2,6 +2,15 @@
 import Glibc
 #endif
 
+/// Makes an action that may borrow what it holds (a C caller's identifier and payload, valid
+/// only for the call) into one that owns it: what a store's journal and action log keep of an
+/// action past its dispatch. A store of such actions is given one at creation; it is called
+/// under the store's lock only.
+package protocol ActionKeeper: AnyObject, Sendable {
+    /// `action` owning what it holds (`action` itself when it already does).
+    func keep(_ action: any Action) -> any Action
+}
+
 /// The change feed: what a store records of each applied action besides applying it, and who
 /// consumes the record — the journal (``Store/startJournal(at:options:)``), the history
 /// (``Store/keepHistory(_:)``), the listeners (``Store/changes(includingPatches:bufferingNewest:)``
@@ -203,6 +212,11 @@ struct ActionLog {
         if self.capacity > 0 {
             actions = .allocate(capacity: self.capacity)
             sources = .allocate(capacity: self.capacity)
+            #if REDUXSTORE_INTERNAL_CHECKS
+            // Unused slots read as zeros, which ``_checkInvariants(newest:)`` checks.
+            UnsafeMutableRawPointer(actions!).initializeMemory(
+                as: UInt8.self, repeating: 0, count: self.capacity * MemoryLayout<any Action>.stride)
+            #endif
             for record in kept {
                 if record.batch?.lowerBound == record.version { batches.append(record.batch!) }
                 if times.last?.time != record.nanoseconds { times.append((record.version, record.nanoseconds)) }
@@ -366,8 +380,8 @@ struct ActionLog {
 
     /// Checks the ring (under REDUXSTORE_INTERNAL_CHECKS, from ``Store/_checkInvariantsLocked()``):
     /// its columns exist exactly while it is on, at most ``capacity`` slots are filled, the oldest
-    /// slot is within them, the newest version is at most the store's, and the marks are in
-    /// order with a time for the oldest record.
+    /// slot is within them, exactly those slots hold an action, the newest version is at most
+    /// the store's, and the marks are in order with a time for the oldest record.
     func _checkInvariants(newest version: UInt64) {
         #if REDUXSTORE_INTERNAL_CHECKS
         precondition((actions != nil) == (capacity > 0) && (sources != nil) == (capacity > 0),
@@ -375,6 +389,7 @@ struct ActionLog {
         precondition(armed == !wakes.isEmpty, "ReduxStore: the action log is armed without a wake-up, or the reverse")
         precondition(count >= 0 && count <= capacity && (start == 0 || (count == capacity && start < capacity)),
                      "ReduxStore: the action log's ring is out of bounds")
+        checkSlots()
         guard count > 0 else { return }
         precondition(newest <= version && UInt64(count) <= newest,
                      "ReduxStore: the action log holds a version the store has not reached")
@@ -385,6 +400,26 @@ struct ActionLog {
                      "ReduxStore: the action log's batches are out of order")
         #endif
     }
+
+    #if REDUXSTORE_INTERNAL_CHECKS
+    /// Which slots hold an action: the `count` from `start` on name a type; the rest were never
+    /// written (zeros since allocation: a slot is destroyed only to be written again at once, or
+    /// all of them when the log stops). Every slot of a small ring; of a large one, those at the
+    /// ring's two ends and the first free one (a check per dispatch stays cheap).
+    private func checkSlots() {
+        guard let actions else { return }
+        func check(_ slot: Int) {
+            let live = (slot - start + capacity) % capacity < count
+            precondition((ActionContainer.typeIdentity(at: actions + slot) != 0) == live,
+                         "ReduxStore: the action log's slot \(slot) is \(live ? "not initialized" : "initialized") though \(live ? "in" : "outside") the ring")
+        }
+        if capacity <= 256 {
+            for slot in 0..<capacity { check(slot) }
+        } else {
+            for offset in [0, count - 1, count] where offset >= 0 && offset < capacity { check((start + offset) % capacity) }
+        }
+    }
+    #endif
 
     /// Frees the records: the store is being freed.
     mutating func deallocate() {

@@ -116,11 +116,6 @@ extension Store {
         return removed
     }
 
-    /// The number of listeners of the change feed now.
-    package var changeListenerCount: Int {
-        withCoreLocked { core, _ in core.pointee.recorder?.listeners.count ?? 0 }
-    }
-
     /// Ends every listener (their sequences finish): the store is being freed.
     func endChangeListenersAtDeinit() {
         guard let recorder = core.unsafe.valuePointer.pointee.recorder else { return }
