@@ -46,8 +46,8 @@ package enum ActionContainer {
     }
 
     /// The identity of the type held in the container at `container`.
-    @inline(__always)
-    static func typeIdentity(at container: UnsafeRawPointer) -> UInt {
+    @inlinable @inline(__always)
+    package static func typeIdentity(at container: UnsafeRawPointer) -> UInt {
         container.load(fromByteOffset: typeOffset, as: UInt.self)
     }
 }

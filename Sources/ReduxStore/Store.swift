@@ -66,8 +66,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let enqueued: EnqueuedActions
     /// For stores whose actions may borrow what they hold (the C face's): makes the copy the
     /// journal and the action log keep past the dispatch. `nil` for Swift stores, whose actions
-    /// are values. A constant, so a dispatch calls it without retaining it.
-    let keeper: (any ActionKeeper)?
+    /// are values.
+    let keeper: ActionKeeper?
     /// Why this store's state may change only through its owner (a replica of a stream, whose
     /// versions the stream decides): ``restore(version:)`` then throws this. Set once, before the
     /// store is shared; `nil` for most stores.
@@ -145,7 +145,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         erasedReducers reducers: [ErasedReducer], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(),
         readableInsideReducer: Bool = State.self is AnyObject.Type,
-        middleware: MiddlewareChain? = nil, keeper: (any ActionKeeper)? = nil
+        middleware: MiddlewareChain? = nil, keeper: ActionKeeper? = nil
     ) {
         let reduce: ErasedReducer
         switch reducers.count {
@@ -168,7 +168,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         erasedReducer reduce: @escaping ErasedReducer, adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(),
         readableInsideReducer: Bool = State.self is AnyObject.Type,
-        middleware: MiddlewareChain? = nil, keeper: (any ActionKeeper)? = nil
+        middleware: MiddlewareChain? = nil, keeper: ActionKeeper? = nil
     ) {
         ActionContainer.checkLayout()
         self.keeper = keeper

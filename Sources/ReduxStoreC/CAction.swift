@@ -99,8 +99,8 @@ extension CAction: JournalRecordable {
 }
 
 /// A C action without a payload whose identifier is kept for the life of the process
-/// (`KeptNames.identifiers`): what the action log and the journal keep of such an action. Two
-/// words, nothing to retain or free, so the log copies it as bytes.
+/// (`KeptNames.identifiers`): what the action log and the journal keep of such an action. One
+/// word, nothing to retain or free, so the log copies it as bytes.
 struct KeptCAction: JournalRecordable, @unchecked Sendable {
     // @unchecked: the identifier is a kept name, never written again.
     let identifierPointer: UnsafePointer<CChar>
@@ -115,22 +115,79 @@ struct KeptCAction: JournalRecordable, @unchecked Sendable {
 /// otherwise a copy that owns its identifier and payload. Called under the store's lock only,
 /// so the last identifier seen is remembered without a lock of its own: the common case (one
 /// identifier dispatched again and again from one call) costs a comparison of the bytes.
-final class CActionKeeper: ActionKeeper, @unchecked Sendable {
-    // @unchecked: `last` is used under the store's lock alone.
-    /// The caller's identifier last kept, and its kept copy.
-    private var last: (address: UnsafePointer<CChar>, kept: UnsafePointer<CChar>)?
+final class CActionKeeper {
+    /// The keeper's memory (``ActionKeeper``'s `state`): read and written under the store's lock.
+    struct State {
+        /// The identity of ``CAction``'s type, and the words an `any Action` holding a
+        /// ``KeptCAction`` has after its value (the type's metadata and its conformance).
+        let cAction: UInt
+        let keptType: (UInt, UInt)
+        /// The caller's identifier last kept, and its kept copy.
+        var lastAddress: UnsafePointer<CChar>?
+        var lastKept: UnsafePointer<CChar>?
+    }
 
-    func keep(_ action: any Action) -> any Action {
-        guard let action = CAction.stored(in: action) else { return action }
-        guard action.storage == nil, action.payload == nil else { return action.ownedForJournal() }
-        let identifier = action.identifierPointer
-        if let last, last.address == identifier, strcmp(last.kept, identifier) == 0 {
-            return KeptCAction(identifierPointer: last.kept)
+    private let state: UnsafeMutablePointer<State>
+
+    private init() {
+        precondition(MemoryLayout<any Action>.size == 5 * MemoryLayout<UInt>.size,
+                     "ReduxStore: an `any Action` is not five words here")
+        let probe: any Action = KeptCAction(identifierPointer: StaticText.empty)
+        let keptType = withUnsafeBytes(of: probe as any Action) {
+            ($0.load(fromByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self),
+             $0.load(fromByteOffset: 4 * MemoryLayout<UInt>.size, as: UInt.self))
+        }
+        precondition(keptType.0 == ActionContainer.identity(of: KeptCAction.self),
+                     "ReduxStore: a KeptCAction's container does not name its type where it is read")
+        state = .allocate(capacity: 1)
+        state.initialize(to: State(
+            cAction: ActionContainer.identity(of: CAction.self), keptType: keptType, lastAddress: nil, lastKept: nil))
+    }
+
+    deinit { state.deallocate() }
+
+    /// A keeper for one store.
+    static func make() -> ActionKeeper {
+        let keeper = CActionKeeper()
+        return ActionKeeper(keep: keep, state: UnsafeMutableRawPointer(keeper.state), owner: keeper)
+    }
+
+    private static let keep: ActionKeeper.Keep = { action, slot, state in
+        let state = state!.assumingMemoryBound(to: State.self)
+        guard ActionContainer.typeIdentity(at: action) == state.pointee.cAction else { return false }
+        // The CAction's fields, read in place (``CAction/stored(in:)``'s layout) without
+        // retaining its storage: the identifier, whether it has a payload, whether it owns them.
+        let identifier = action.load(as: UnsafePointer<CChar>.self)
+        let payload = action.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: UInt.self)
+        let storage = action.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.storage)!, as: UInt.self)
+        guard storage == 0 else { return false }
+        if payload == 0, let kept = keptIdentifier(identifier, state) {
+            slot.storeBytes(of: UInt(bitPattern: kept), as: UInt.self)
+            slot.storeBytes(of: 0, toByteOffset: MemoryLayout<UInt>.size, as: UInt.self)
+            slot.storeBytes(of: 0, toByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self)
+            slot.storeBytes(of: state.pointee.keptType.0, toByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self)
+            slot.storeBytes(of: state.pointee.keptType.1, toByteOffset: 4 * MemoryLayout<UInt>.size, as: UInt.self)
+            return true
+        }
+        let borrowed = CAction(borrowing: identifier, payload: payload == 0 ? nil : OpaquePointer(bitPattern: payload))
+        slot.assumingMemoryBound(to: (any Action).self).initialize(to: borrowed.ownedForJournal())
+        return true
+    }
+
+    /// The kept copy of `identifier` (``KeptNames``): the last one when the caller passed the same
+    /// bytes at the same address again; nil when the kept names are full.
+    @inline(__always)
+    private static func keptIdentifier(
+        _ identifier: UnsafePointer<CChar>, _ state: UnsafeMutablePointer<State>
+    ) -> UnsafePointer<CChar>? {
+        if state.pointee.lastAddress == identifier, let kept = state.pointee.lastKept, strcmp(kept, identifier) == 0 {
+            return kept
         }
         guard let kept = KeptNames.identifiers.intern(UnsafeRawBufferPointer(start: identifier, count: strlen(identifier)))
-        else { return action.ownedForJournal() }
-        let pointer = kept.baseAddress!.assumingMemoryBound(to: CChar.self)
-        last = (identifier, pointer)
-        return KeptCAction(identifierPointer: pointer)
+        else { return nil }
+        let pointer = UnsafePointer(kept.baseAddress!.assumingMemoryBound(to: CChar.self))
+        state.pointee.lastAddress = identifier
+        state.pointee.lastKept = pointer
+        return pointer
     }
 }

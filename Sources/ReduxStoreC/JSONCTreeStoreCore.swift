@@ -27,7 +27,7 @@ final class JSONCTreeStoreCore: CStoreCore {
             middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)),
             // A C action borrows the caller's identifier and payload: the journal and the
             // action log keep a copy.
-            keeper: CActionKeeper())
+            keeper: CActionKeeper.make())
         if forwarding != nil {
             store.localChangesRefusal = "this store's order is decided by another library (a replicated store): its versions come from there"
         }

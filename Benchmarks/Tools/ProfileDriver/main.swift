@@ -3,7 +3,7 @@
 // the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
-//                 |journal-timing|jsonvalue-todos|inspector-idle [count]
+//                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog [count]
 // (inspector-idle: a counter store with a live inspector, no page connected)
 // (journal-timing is not for callgrind: it prints wall-clock medians, with and without a journal;
 // the journal workloads write in JOURNAL_DIR, /tmp by default)
@@ -245,6 +245,25 @@ case "swiftstore-null":
     let handle = store.makeCStore()
     for _ in 0..<count { _ = rdx_store_dispatch_action(handle, "counter.add", nil) }
     rdx_store_release(handle)
+case "actionlog-o0":
+    // dispatch-o0 with the action log on, as a live inspector keeps it (its default 1,000
+    // records, ticked), without the inspector's server: what the log costs a dispatch.
+    let store = Store(reducers: [add], state: Counter())
+    let handle = store.makeCStore()
+    let claim = rdx_store_open_action_log(handle, 1_000, true)
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+    _ = rdx_store_close_action_log(handle, claim)
+    rdx_store_release(handle)
+case "c-actionlog":
+    // c-null with the action log on, as the C inspector keeps it.
+    var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
+    var status = RDX_OK
+    let state = json_tokener_parse(#"{"count": 0}"#)
+    let store = rdx_store_create(state, &reducers, 1, &status)
+    let claim = rdx_store_open_action_log(store, 1_000, true)
+    for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", nil) }
+    _ = rdx_store_close_action_log(store, claim)
+    rdx_store_release(store)
 case "snapshot10":
     let store = Store(reducers: [], state: TodoList(count: 10))
     for _ in 0..<count {

@@ -6,9 +6,40 @@ import Glibc
 /// only for the call) into one that owns it: what a store's journal and action log keep of an
 /// action past its dispatch. A store of such actions is given one at creation; it is called
 /// under the store's lock only.
-package protocol ActionKeeper: AnyObject, Sendable {
+///
+/// A C function and the memory it works on, not a protocol's method: the action log calls it
+/// for every record, and a call through a function pointer retains nothing and returns no
+/// container to destroy (Benchmarks/README.md, "The live inspector on a C store").
+package struct ActionKeeper: @unchecked Sendable {
+    // @unchecked: `state` is the keeper's own memory, touched under the store's lock only;
+    // `owner` keeps it alive as long as the store.
+    /// Writes into `slot` (uninitialized memory for one `any Action`) the action of the container
+    /// at `action`, made to own what it holds, and returns true; returns false and writes
+    /// nothing when that action owns what it holds already. `state` is the keeper's.
+    package typealias Keep = @convention(c) (
+        _ action: UnsafeRawPointer, _ slot: UnsafeMutableRawPointer, _ state: UnsafeMutableRawPointer?
+    ) -> Bool
+
+    let keep: Keep
+    let state: UnsafeMutableRawPointer?
+    let owner: AnyObject?
+
+    /// A keeper calling `keep` with `state`, which `owner` keeps valid.
+    package init(keep: Keep, state: UnsafeMutableRawPointer?, owner: AnyObject?) {
+        self.keep = keep
+        self.state = state
+        self.owner = owner
+    }
+
     /// `action` owning what it holds (`action` itself when it already does).
-    func keep(_ action: any Action) -> any Action
+    func kept(_ action: any Action) -> any Action {
+        withUnsafeTemporaryAllocation(of: (any Action).self, capacity: 1) { slot in
+            let wrote = withUnsafeBytes(of: action as any Action) {
+                keep($0.baseAddress!, UnsafeMutableRawPointer(slot.baseAddress!), state)
+            }
+            return wrote ? slot.baseAddress!.move() : action
+        }
+    }
 }
 
 /// The change feed: what a store records of each applied action besides applying it, and who
@@ -227,9 +258,10 @@ struct ActionLog {
         }
     }
 
-    /// Appends a record; `version` is the one after the newest's (the first, any).
+    /// Appends a record, the action made to own what it holds by `keeper` if the store has one;
+    /// `version` is the one after the newest's (the first, any).
     @inline(__always)
-    mutating func append(_ action: any Action, version: UInt64, source: DispatchSite) {
+    mutating func append(_ action: any Action, version: UInt64, source: DispatchSite, keeper: ActionKeeper? = nil) {
         guard let actions, let sources else { return }
         let slot: Int
         if count < capacity {
@@ -244,17 +276,20 @@ struct ActionLog {
         }
         // `as any Action`: the container's bytes, not those of the value inside (a generic
         // parameter opens an existential argument).
-        let copied = withUnsafeBytes(of: action as any Action) { bytes in
-            guard ActionContainer.typeIdentity(at: bytes.baseAddress!) == trivialType else { return false }
-            UnsafeMutableRawPointer(actions + slot).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        let written = withUnsafeBytes(of: action as any Action) { bytes in
+            let container = bytes.baseAddress!
+            if let keeper, keeper.keep(container, UnsafeMutableRawPointer(actions + slot), keeper.state) { return true }
+            guard ActionContainer.typeIdentity(at: container) == trivialType else { return false }
+            UnsafeMutableRawPointer(actions + slot).copyMemory(from: container, byteCount: bytes.count)
             return true
         }
-        if !copied {
+        if !written {
             // Copied straight into its slot: an assignment (`actions[slot] = action`) copied it
             // through a temporary first, a third call of the action's value witnesses.
             (actions + slot).initialize(to: action)
-            if ActionContainer.typeIdentity(of: action) != examinedType { learn(type(of: action)) }
         }
+        let type = ActionContainer.typeIdentity(at: actions + slot)
+        if type != trivialType, type != examinedType { learn(slot) }
         (sources + slot).initialize(to: source)
         newest = version
         if armed { ring() }
@@ -270,12 +305,14 @@ struct ActionLog {
     /// The type last examined for that (so a store of other actions examines each one once a run).
     private var examinedType: UInt = 0
 
+    /// Examines the type of the action in `slot`.
     @inline(never)
-    private mutating func learn(_ type: any Action.Type) {
+    private mutating func learn(_ slot: Int) {
         func isTrivialInline<T>(_: T.Type) -> Bool {
             _isPOD(T.self) && MemoryLayout<T>.size <= 3 * MemoryLayout<Int>.size
                 && MemoryLayout<T>.alignment <= MemoryLayout<Int>.alignment
         }
+        let type = type(of: actions![slot])
         examinedType = ActionContainer.identity(of: type)
         if isTrivialInline(type) { trivialType = examinedType }
     }
@@ -440,11 +477,7 @@ extension Store {
         core.pointee.actionLog.stamp(version)
         if let batch, batch.lowerBound == version { core.pointee.actionLog.noteBatch(batch) }
         let source = core.pointee.actionLog.keep(source)
-        if let keeper {
-            core.pointee.actionLog.append(keeper.keep(action), version: version, source: source)
-        } else {
-            core.pointee.actionLog.append(action, version: version, source: source)
-        }
+        core.pointee.actionLog.append(action, version: version, source: source, keeper: keeper)
     }
 }
 
@@ -508,7 +541,7 @@ extension Store {
         // action's existential once more for every record.
         if let keeper {
             return ChangeRecord(
-                version: version, action: keeper.keep(action), time: time, batch: batch, patch: patch,
+                version: version, action: keeper.kept(action), time: time, batch: batch, patch: patch,
                 patchError: patchError, source: source)
         }
         return ChangeRecord(
