@@ -49,51 +49,31 @@ func registerCBenchmarks() {
         (CStore.counter(), JSONTree(parsing: #"{"amount": 1, "note": "a small payload"}"#))
     }
 
-    Benchmark("c.dispatch.json", configuration: configuration) { benchmark, store in
-        let text = #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#
-        text.withCString { text in
-            for _ in benchmark.scaledIterations {
-                precondition(rdx_store_dispatch_json(store.pointer, text) == RDX_OK)
+    // The C text path, a single action and a batch of 10, each beside its floor: json-c
+    // parsing and freeing the same text, nothing else.
+    let actionText = #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#
+    let batchText = "[" + Array(repeating: actionText, count: 10).joined(separator: ",") + "]"
+    for (suffix, text, dispatch) in [
+        ("", actionText, rdx_store_dispatch_json),
+        (".batch", batchText, rdx_store_dispatch_batch_json),
+    ] as [(String, String, (OpaquePointer?, UnsafePointer<CChar>?) -> rdx_status)] {
+        Benchmark("c.dispatch\(suffix).json", configuration: configuration) { benchmark, store in
+            text.withCString { text in
+                for _ in benchmark.scaledIterations {
+                    precondition(dispatch(store.pointer, text) == RDX_OK)
+                }
             }
+        } setup: {
+            CStore.counter()
         }
-    } setup: {
-        CStore.counter()
-    }
 
-    // The floor of the text path: json-c parsing and freeing the same text, nothing else.
-    Benchmark("c.jsonc.parse", configuration: configuration) { benchmark in
-        let text = #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#
-        text.withCString { text in
-            for _ in benchmark.scaledIterations {
-                let parsed = json_tokener_parse(text)
-                precondition(parsed != nil)
-                json_object_put(parsed)
-            }
-        }
-    }
-
-    // A batch of 10 of those actions, and its floor: json-c parsing and freeing the same text.
-    let batchText = "[" + Array(
-        repeating: #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#,
-        count: 10
-    ).joined(separator: ",") + "]"
-
-    Benchmark("c.dispatch.batch.json", configuration: configuration) { benchmark, store in
-        batchText.withCString { text in
-            for _ in benchmark.scaledIterations {
-                precondition(rdx_store_dispatch_batch_json(store.pointer, text) == RDX_OK)
-            }
-        }
-    } setup: {
-        CStore.counter()
-    }
-
-    Benchmark("c.jsonc.parse.batch", configuration: configuration) { benchmark in
-        batchText.withCString { text in
-            for _ in benchmark.scaledIterations {
-                let parsed = json_tokener_parse(text)
-                precondition(parsed != nil)
-                json_object_put(parsed)
+        Benchmark("c.jsonc.parse\(suffix)", configuration: configuration) { benchmark in
+            text.withCString { text in
+                for _ in benchmark.scaledIterations {
+                    let parsed = json_tokener_parse(text)
+                    precondition(parsed != nil)
+                    json_object_put(parsed)
+                }
             }
         }
     }
