@@ -146,7 +146,15 @@ final class InspectorSession: Sendable {
         while !doorbell.isClosed {
             guard let read = inspected.readLog(after: last, limit: limit, wake: { doorbell.ring() }) else { return }
             guard let newest = read.changes.last else {
-                if let time = read.retryAfter { try? await Task.sleep(for: time) } else { await doorbell.wait() }
+                if let time = read.retryAfter {
+                    try? await Task.sleep(for: time)
+                } else {
+                    await doorbell.wait()
+                    // Rung by the first change after a quiet spell: the changes of the next
+                    // interval go in one read, rather than the sender taking the store's lock
+                    // beside the dispatching thread at once (a burst's first dispatch rang).
+                    if !doorbell.isClosed { try? await Task.sleep(for: Self.readInterval) }
+                }
                 continue
             }
             var changes = read.changes.map { Self.change($0, includingPatch: false) }

@@ -22,10 +22,11 @@ public struct InspectorOptions: Sendable {
     /// history keeps).
     public var keptVersions = 100
     /// How many of the newest actions the inspector keeps for a page that connects later. Each
-    /// action is recorded as it is applied, at a cost (`Benchmarks/README.md`, "The live
-    /// inspector"); 0 records nothing while no page is connected (a page then sees the actions
-    /// applied while it is open).
-    public var keptActions = 10_000
+    /// action is recorded as it is applied, at a cost that grows with this number once the ring
+    /// no longer stays in the processor's caches (`Benchmarks/README.md`, "The live inspector");
+    /// 0 records nothing while no page is connected (a page then sees the actions applied while
+    /// it is open).
+    public var keptActions = 1_000
     /// How many changes a page's sender takes from the store's log at once: a page never slows a
     /// dispatch and never holds unbounded memory. A page that falls behind by more than the log
     /// keeps is told of the gap.

@@ -135,7 +135,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("url")
     ap.add_argument("expected_newest", type=int)
-    ap.add_argument("--rows", type=int, help="expected row count without filter (default: min(EXPECTED_NEWEST, 10000))")
+    ap.add_argument("--rows", type=int, help="expected row count without filter (default: min(EXPECTED_NEWEST, 1000))")
     ap.add_argument("--select", type=int, help="a version whose row to click; its patch and a changed tree node must show")
     ap.add_argument("--filter", help="identifier filter text to type")
     ap.add_argument("--filtered-rows", type=int, help="row count expected with --filter")
@@ -146,7 +146,7 @@ def main():
     args = ap.parse_args()
     if (args.filter is None) != (args.filtered_rows is None):
         ap.error("--filter and --filtered-rows go together")
-    expected_rows = args.rows if args.rows is not None else min(args.expected_newest, 10000)
+    expected_rows = args.rows if args.rows is not None else min(args.expected_newest, 1000)
 
     driver = start_browser()
     try:

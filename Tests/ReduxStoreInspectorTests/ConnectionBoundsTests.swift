@@ -371,7 +371,11 @@ extension InspectorTests {
         @Test("a page that stops reading while the store changes is closed once its sending has stalled for the bound")
         func stalledPageIsShed() async throws {
             let store = Store(reducers: [bump], state: Count())
-            let inspector = try await StoreInspector(store)
+            // A log that keeps every change of the burst below: 8 MB for each page, more than
+            // the sockets' buffers hold, so the page that does not read stalls its sending.
+            var options = InspectorOptions()
+            options.keptActions = 20_000
+            let inspector = try await StoreInspector(store, options: options)
             let stall = Double(ConnectionBounds.stalledSend.nanoseconds) / 1e9
             let reading = try RawSocket(inspector.port)
             reading.send(upgradeRequest(inspector))

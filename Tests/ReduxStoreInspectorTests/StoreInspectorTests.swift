@@ -329,7 +329,10 @@ extension InspectorTests {
         @Test("changes sent together: every version once, in order; the shared patches lead from the hello's state to the newest")
         func burstWithPage() async throws {
             let store = Store(reducers: [reducer], state: Todos())
-            let inspector = try await StoreInspector(store)
+            // A log that holds the whole burst, however the sender's reads fall: no gap.
+            var options = InspectorOptions()
+            options.keptActions = 4_000
+            let inspector = try await StoreInspector(store, options: options)
             defer { Task { await inspector.stop() } }
             store.dispatchAction(AddTodo(title: "before"))
             let page = try await connectPage(inspector) { page, outbound in
