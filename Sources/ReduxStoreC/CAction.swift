@@ -154,7 +154,10 @@ final class CActionKeeper {
 
     private static let keep: ActionKeeper.Keep = { action, slot, state in
         let state = state!.assumingMemoryBound(to: State.self)
-        guard ActionContainer.typeIdentity(at: action) == state.pointee.cAction else { return false }
+        // The held type's identity, read where ``ActionContainer`` reads it (written out: its
+        // function is not inlined across modules).
+        guard action.load(fromByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self) == state.pointee.cAction
+        else { return false }
         // The CAction's fields, read in place (``CAction/stored(in:)``'s layout) without
         // retaining its storage: the identifier, whether it has a payload, whether it owns them.
         let identifier = action.load(as: UnsafePointer<CChar>.self)
