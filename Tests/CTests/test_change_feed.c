@@ -444,6 +444,69 @@ static void test_action_log(void)
     rdx_store_release(store);
 }
 
+/* A reducer that, for "nest", dispatches two actions from a buffer it then overwrites. */
+static rdx_store *nesting_store;
+static void nesting_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    char buffer[16];
+    json_object *lent;
+    (void)payload;
+    (void)context;
+    util_set_int(state, "count", util_int(state, "count") + 1);
+    if (strcmp(identifier, "nest") != 0) return;
+    strcpy(buffer, "inner");
+    lent = json_object_new_string("from a reducer");
+    CHECK_STATUS(rdx_store_dispatch_action(nesting_store, buffer, lent), RDX_OK);
+    json_object_put(lent);
+    CHECK_STATUS(rdx_store_dispatch_action(nesting_store, buffer, NULL), RDX_OK);
+    memset(buffer, 'z', sizeof buffer - 1);
+}
+
+static void test_action_log_every_way(void)
+{
+    static const char *identifiers[] = {"enq0", "enq1", "enq2", "b1", "b2", "nest", "inner", "inner", "j"};
+    static const char *payloads[] = {"(null)", "1", "(null)", "(null)", "{\"x\":[1,2]}", "(null)",
+                                     "\"from a reducer\"", "(null)", "(null)"};
+    rdx_reducer reducer = {nesting_reduce, NULL, NULL};
+    json_object *initial = json_object_new_object();
+    char identifier[32], *batch;
+    json_object *payload;
+    size_t count = 0;
+    uint64_t claim;
+    heard h;
+    int i;
+    TEST("the action log keeps what every way of dispatching lent: enqueued, batched, nested, JSON text");
+    heard_init(&h);
+    util_set_int(initial, "count", 0);
+    nesting_store = rdx_store_create(initial, &reducer, 1, NULL);
+    json_object_put(initial);
+    claim = rdx_store_open_action_log(nesting_store, 100, false);
+    CHECK(claim != 0);
+    for (i = 0; i < 3; i++) {
+        snprintf(identifier, sizeof identifier, "enq%d", i);
+        payload = i == 1 ? json_object_new_int(i) : NULL;
+        CHECK_STATUS(rdx_store_enqueue_action(nesting_store, identifier, payload), RDX_OK);
+        json_object_put(payload);
+        memset(identifier, 'q', sizeof identifier - 1);
+    }
+    CHECK_STATUS(rdx_store_flush(nesting_store), RDX_OK);
+    batch = malloc(128);
+    snprintf(batch, 128, "[{\"identifier\":\"b1\"},{\"identifier\":\"b2\",\"payload\":{\"x\":[1,2]}},{\"identifier\":\"nest\"}]");
+    CHECK_STATUS(rdx_store_dispatch_batch_json(nesting_store, batch), RDX_OK);
+    memset(batch, ' ', strlen(batch));
+    free(batch);
+    CHECK_STATUS(rdx_store_dispatch_json(nesting_store, "{\"identifier\":\"j\",\"payload\":null}"), RDX_OK);
+    CHECK_STATUS(rdx_store_read_action_log(nesting_store, 0, 100, record_change, &h, &count, NULL, NULL), RDX_OK);
+    CHECK_EQ_INT(count, 9);
+    for (i = 0; i < h.count && i < 9; i++) {
+        CHECK_EQ_INT(h.versions[i], i + 1);
+        CHECK(strcmp(h.identifiers[i], identifiers[i]) == 0);
+        CHECK(strcmp(h.payloads[i], payloads[i]) == 0);
+    }
+    CHECK_STATUS(rdx_store_close_action_log(nesting_store, claim), RDX_OK);
+    rdx_store_release(nesting_store);
+}
+
 int main(void)
 {
     check_watchdog(CHECK_TEST_SECONDS);
@@ -456,5 +519,6 @@ int main(void)
     test_journal_source();
     test_release_removes();
     test_action_log();
+    test_action_log_every_way();
     return check_report();
 }
