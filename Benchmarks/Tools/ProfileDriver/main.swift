@@ -3,7 +3,7 @@
 // the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
-//                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog [count]
+//                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos [count]
 // (inspector-idle: a counter store with a live inspector, no page connected)
 // (journal-timing is not for callgrind: it prints wall-clock medians, with and without a journal;
 // the journal workloads write in JOURNAL_DIR, /tmp by default)
@@ -264,6 +264,37 @@ case "c-actionlog":
     for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", nil) }
     _ = rdx_store_close_action_log(store, claim)
     rdx_store_release(store)
+case "todos-o1", "hand-todos":
+    // The benchmarks' 100,000-todo dispatch (dispatch.store.todos100000.r1.o1) and its hand
+    // loop: a Toggle of the next todo in turn, its reducer casting.
+    struct Toggle: Action {
+        var index: Int
+        var identifier: String { "todo.toggle" }
+    }
+    let toggle: Reducer<TodoList> = { state, action in
+        if let toggle = action as? Toggle { state.todos[toggle.index].done.toggle() }
+    }
+    let size = 100_000
+    var index = 0
+    if workload == "hand-todos" {
+        final class TodoBox { var state = TodoList(count: 100_000) }
+        @inline(never) func handTodos(_ box: TodoBox, _ reducers: [Reducer<TodoList>], _ action: any Action) {
+            for reducer in reducers { reducer(&box.state, action) }
+        }
+        let box = TodoBox()
+        for _ in 0..<count {
+            handTodos(box, [toggle], Toggle(index: index))
+            index = index + 1 == size ? 0 : index + 1
+        }
+        sink(box.state.todos[0].done)
+    } else {
+        let store = Store(reducers: [toggle], state: TodoList(count: size))
+        store.addObserver { note in sink(note.version) }
+        for _ in 0..<count {
+            store.dispatchAction(Toggle(index: index))
+            index = index + 1 == size ? 0 : index + 1
+        }
+    }
 case "snapshot10":
     let store = Store(reducers: [], state: TodoList(count: 10))
     for _ in 0..<count {
