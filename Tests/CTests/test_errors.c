@@ -591,6 +591,36 @@ static void test_last_error_is_current(void)
     CHECK(!mentions(last_error, "path"));
 }
 
+/* A text that stops inside a surrogate pair's second escape fails, and leaves nothing behind
+   for the next text the thread parses: its \u escapes read as written. */
+static void record_identifier(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    (void)state;
+    (void)payload;
+    snprintf(context, 32, "%s", identifier);
+}
+
+static void test_failed_parse_leaves_nothing(void)
+{
+    char seen[32] = "";
+    rdx_reducer reducer = {record_identifier, seen, NULL};
+    json_object *initial = json_object_new_object();
+    rdx_store *other = rdx_store_create(initial, &reducer, 1, NULL);
+    TEST("failed_parse_leaves_nothing");
+    json_object_put(initial);
+    CHECK(other != NULL);
+    if (other == NULL) return;
+    CHECK_STATUS(rdx_store_dispatch_json(other, "{\"identifier\":\"a\\ud83d\\u"), RDX_EPARSE);
+    CHECK_STATUS(rdx_store_dispatch_json(other, "{\"identifier\":\"b\\ud83d\\ud8"), RDX_EPARSE);
+    CHECK_STATUS(rdx_store_dispatch_json(other, "{\"identifier\":\"x\\u0041\"}"), RDX_OK);
+    CHECK_STR(seen, "xA");
+    CHECK_STATUS(rdx_store_dispatch_batch_json(other, "[{\"identifier\":\"c\\ud83d\\u"), RDX_EPARSE);
+    CHECK_STATUS(rdx_store_dispatch_batch_json(other, "[{\"identifier\":\"y\\u0042\"}]"), RDX_OK);
+    CHECK_STR(seen, "yB");
+    CHECK_EQ_INT(rdx_store_version(other), 2);
+    rdx_store_release(other);
+}
+
 int main(void)
 {
     rdx_reducer reducer = {counting_reduce, NULL, NULL};
@@ -617,6 +647,7 @@ int main(void)
     test_text_size_limit();
     test_invalid_utf8_identifier();
     test_last_error_is_current();
+    test_failed_parse_leaves_nothing();
     CHECK_EQ_INT(rdx_store_version(store), version_before);
 
     rdx_store_release(store);

@@ -100,6 +100,10 @@ extension JSONC {
             tree = json_tokener_parse_ex(tokener, "", 1)
         }
         let status = json_tokener_get_error(tokener)
+        // A parse that stopped part-way can leave state `json_tokener_reset` does not clear (a
+        // high surrogate waiting for its pair, which the next text's first `\u` escape would
+        // join): that tokener is not used again.
+        if status != json_tokener_success { ThreadTokeners.discard(tokener) }
         // White space only may follow the value.
         while end < size, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[end]) { end += 1 }
         if status == json_tokener_success && end >= size { return tree }
@@ -291,6 +295,21 @@ enum ThreadTokeners {
         precondition(status == 0, "ReduxStore: pthread_key_create failed (\(status))")
         return key
     }()
+
+    /// Frees `tokener`, one of this thread's, so that the next parse of its depth makes a new
+    /// one.
+    static func discard(_ tokener: UnsafeMutablePointer<json_tokener>) {
+        guard let raw = pthread_getspecific(key) else { return }
+        let kept = raw.assumingMemoryBound(to: Kept.self)
+        if kept.pointee.first.tokener == tokener {
+            kept.pointee.first = (0, nil)
+        } else if kept.pointee.second.tokener == tokener {
+            kept.pointee.second = (0, nil)
+        } else {
+            return
+        }
+        json_tokener_free(tokener)
+    }
 
     /// This thread's tokener of `depth`, reset: made on first use.
     static func tokener(depth: Int32) throws(StoreError) -> UnsafeMutablePointer<json_tokener> {
