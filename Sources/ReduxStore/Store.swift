@@ -59,7 +59,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let publishedVersion = Atomic<UInt64>(0)
     /// Whether `currentState()`, `snapshot()` and `save(to:)` may read the state from inside a
     /// reducer: only for a class state, which the reducers receive as a copy of the reference
-    /// (see ``init(erasedReducers:adopting:version:encoder:)``); a struct state is held `inout`
+    /// (see ``init(erasedReducer:adopting:version:encoder:readableInsideReducer:middleware:keeper:)``); a struct state is held `inout`
     /// by the reducer, and reading it meanwhile would be an overlapping access.
     let readableInsideReducer: Bool
     /// Actions given to ``enqueueAction(_:file:line:)`` and not yet applied.
@@ -106,64 +106,46 @@ public final class Store<State: Codable>: @unchecked Sendable {
         reducers: [Reducer<State>], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(), middleware: MiddlewareChain? = nil
     ) {
-        // The closures are written here, not made by `erased(_:)` (which routed reducers use):
-        // made in the array's own abstraction, a single reducer is called through one
-        // reabstraction thunk; made by a function and put in the array, through two.
-        let erased: [ErasedReducer]
+        // One closure over the user's array, made here (not read from an array of erased
+        // closures, nor made by `erased(_:)`, which routed reducers use): each reducer is then
+        // called through the one reabstraction thunk of the array it came in, and the closure
+        // itself through none.
+        let reduce: ErasedReducer
         if State.self is AnyObject.Type {
             // A class state: each reducer gets its own copy of the reference, so the stored
             // reference is never held `inout` and a read from inside the reducer (through the
             // store) is no overlapping access. A reducer that assigns a new object replaces
             // the stored one when it returns.
-            erased = reducers.map { reducer in
-                { address, action in
-                    let stored = address.assumingMemoryBound(to: State.self)
+            reduce = { address, action in
+                let stored = address.assumingMemoryBound(to: State.self)
+                for reducer in reducers {
                     var reference = stored.pointee
                     reducer(&reference, action)
                     stored.pointee = reference
                 }
             }
+        } else if reducers.count == 1 {
+            let reducer = reducers[0]
+            reduce = { address, action in
+                reducer(&address.assumingMemoryBound(to: State.self).pointee, action)
+            }
         } else {
-            erased = reducers.map { reducer in
-                { address, action in
-                    reducer(&address.assumingMemoryBound(to: State.self).pointee, action)
-                }
+            reduce = { address, action in
+                let state = address.assumingMemoryBound(to: State.self)
+                for reducer in reducers { reducer(&state.pointee, action) }
             }
         }
-        self.init(
-            erasedReducers: erased, adopting: state, version: version, encoder: encoder,
-            middleware: middleware)
+        self.init(erasedReducer: reduce, adopting: state, version: version, encoder: encoder, middleware: middleware)
     }
 
-    /// Creates a store whose reducers take the state's address, for callers that need not reach
-    /// the state through its Swift type (the C face's reducers work on the json-c tree itself).
+    /// Creates a store from one function that applies an action to the state's address, whatever
+    /// it runs: the reducers of an array, the routed reducers' lookup, or a C store's reducers,
+    /// which work on the json-c tree itself rather than the Swift state. Not read from an array,
+    /// so it is called with no reabstraction thunk.
     ///
     /// - Parameter readableInsideReducer: whether the reducers leave `state` free for reads while
     ///   they run (true when they never form an `inout` access to it, as the C face's reducers;
     ///   by default true for a class state only).
-    package convenience init(
-        erasedReducers reducers: [ErasedReducer], adopting state: State, version: UInt64,
-        encoder: SnapshotEncoder = SnapshotEncoder(),
-        readableInsideReducer: Bool = State.self is AnyObject.Type,
-        middleware: MiddlewareChain? = nil, keeper: ActionKeeper? = nil
-    ) {
-        let reduce: ErasedReducer
-        switch reducers.count {
-        case 0: reduce = { _, _ in }
-        case 1: reduce = reducers[0]
-        default:
-            reduce = { state, action in
-                for reducer in reducers { reducer(state, action) }
-            }
-        }
-        self.init(
-            erasedReducer: reduce, adopting: state, version: version, encoder: encoder,
-            readableInsideReducer: readableInsideReducer, middleware: middleware, keeper: keeper)
-    }
-
-    /// ``init(erasedReducers:adopting:version:encoder:readableInsideReducer:middleware:keeper:)`` with
-    /// one function that applies an action, whatever it runs (the routed reducers' lookup): not
-    /// read from an array, so it is called with no reabstraction thunk.
     package init(
         erasedReducer reduce: @escaping ErasedReducer, adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(),

@@ -22,7 +22,7 @@ final class JSONCTreeStoreCore: CStoreCore {
         let reducers = try CReducers(reducers, root: state.object)
         let owner = HandleReference()
         let store = Store(
-            erasedReducers: [{ _, action in reducers.apply(action) }],
+            erasedReducer: { _, action in reducers.apply(action) },
             adopting: state, version: version, readableInsideReducer: true,
             middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)),
             // A C action borrows the caller's identifier and payload: the journal and the
