@@ -238,8 +238,16 @@ extension Store {
     /// once the actions it applies as one are all applied.
     @inline(__always)
     private func apply(_ action: any Action, batch: ClosedRange<UInt64>? = nil, source: DispatchSite) -> UInt64 {
-        let core = self.core.unsafe.valuePointer
         reduce(stateAddress, action)
+        return countAppliedLocked(action, batch: batch, source: source)
+    }
+
+    /// Counts `action`, whose change to the state was just made (by the reducers or a
+    /// replacement), as the next version, and records it for whoever consumes the change feed:
+    /// the one path of every applied change. Returns its version; the caller holds the lock.
+    @inline(__always)
+    private func countAppliedLocked(_ action: any Action, batch: ClosedRange<UInt64>?, source: DispatchSite) -> UInt64 {
+        let core = self.core.unsafe.valuePointer
         core.pointee.version &+= 1
         if let recorder = core.pointee.recorder {
             recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
@@ -284,15 +292,8 @@ extension Store {
     ) -> NotificationRound? {
         let core = self.core.unsafe.valuePointer
         replace(stateAddress)
-        core.pointee.version &+= 1
-        let version = core.pointee.version
         let action = RestoreAction(from: restoredFrom)
-        if let recorder = core.pointee.recorder {
-            recordLocked(action, at: version, batch: nil, source: .unknown, in: recorder)
-        }
-        if core.pointee.actionLog.isOn {
-            logLocked(action, at: version, batch: nil, source: .unknown)
-        }
+        let version = countAppliedLocked(action, batch: nil, source: .unknown)
         publishedVersion.store(version, ordering: .releasing)
         let first = roundLocked(for: action, at: version)
         if core.pointee.observers.count > 0 {
@@ -313,14 +314,10 @@ extension Store {
     private func applyNestedLocked(context: UnsafeMutablePointer<ThreadContext>) {
         let core = self.core.unsafe.valuePointer
         guard middleware == nil else {
-            context.pointee.pending.append(contentsOf: core.pointee.nested.lazy.map { .action($0) })
-            core.pointee.nested.removeAll(keepingCapacity: true)
+            context.pointee.pending.append(contentsOf: core.pointee.nested.takeAll().lazy.map { .action($0) })
             return
         }
-        var next = 0
-        while next < core.pointee.nested.count {
-            let queued = core.pointee.nested[next]
-            next += 1
+        while let queued = core.pointee.nested.popFirst() {
             if let batch = queued.action as? ActionBatch {
                 if let round = applyBatchLocked(batch.actions, source: queued.source) { context.pointee.pending.append(.round(round)) }
             } else {
@@ -329,7 +326,7 @@ extension Store {
                 if let round = roundLocked(for: queued.action, at: version) { context.pointee.pending.append(.round(round)) }
             }
         }
-        core.pointee.nested.removeAll(keepingCapacity: true)
+        core.pointee.nested._checkInvariants()
     }
 
     /// After a hold of the lock in a store with middleware: hands what the reducers dispatched
@@ -339,11 +336,7 @@ extension Store {
     @inline(never)
     private func passOn(_ deferred: [QueuedAction], context: UnsafeMutablePointer<ThreadContext>) {
         if let pass = context.pointee.pass(of: ObjectIdentifier(self)) {
-            if pass.pointee.dispatched == nil {
-                pass.pointee.dispatched = deferred
-            } else {
-                pass.pointee.dispatched!.append(contentsOf: deferred)
-            }
+            pass.pointee.dispatched.append(contentsOf: deferred)
             return
         }
         for queued in deferred {
@@ -460,7 +453,7 @@ extension Store {
         withUnsafeMutablePointer(to: &pass) { pass in
             context.pointee.innermostPass = pass
             body()
-            if pass.pointee.dispatched != nil { passDispatched(pass, middleware, context: context) }
+            if !pass.pointee.dispatched.isEmpty { passDispatched(pass, middleware, context: context) }
             context.pointee.innermostPass = pass.pointee.outer
         }
         context.pointee.middlewareDepth = depth
@@ -473,12 +466,7 @@ extension Store {
         context: UnsafeMutablePointer<ThreadContext>
     ) {
         let me = currentThreadID()
-        var next = 0
-        // Read in place each time (a copy of the list held across the loop would make every
-        // append copy it whole).
-        while next < pass.pointee.dispatched!.count {
-            let queued = pass.pointee.dispatched![next]
-            next += 1
+        while let queued = pass.pointee.dispatched.popFirst() {
             if let batch = queued.action as? ActionBatch {
                 applyBatchThroughChain(batch.actions, source: queued.source, middleware, context: context)
             } else {
@@ -486,12 +474,8 @@ extension Store {
                     self.reduceAtEndOfChain($0, source: queued.source, on: me, context: context)
                 }
             }
-            if next == pass.pointee.dispatched!.count {
-                // All taken: a reducer that keeps dispatching one action reuses one slot.
-                pass.pointee.dispatched!.removeAll(keepingCapacity: true)
-                next = 0
-            }
         }
+        pass.pointee.dispatched._checkInvariants()
     }
 
     /// Passes each of `actions` through the chain, then applies what passed as one batch.

@@ -26,8 +26,8 @@ extension Store {
 }
 
 extension ThreadContext {
-    /// Checks the chain of delivery frames: every frame linked is live and its cursor within its
-    /// rounds, each store appears at most once (a nested delivery of the same store queues
+    /// Checks the chain of delivery frames: every frame linked is live and its queue of rounds
+    /// sound, each store appears at most once (a nested delivery of the same store queues
     /// instead), and every frame is counted as a callback.
     func _checkInvariants() {
         #if REDUXSTORE_INTERNAL_CHECKS
@@ -36,8 +36,7 @@ extension ThreadContext {
         while let current = frame {
             precondition(!seen.contains(current.pointee.store),
                          "ReduxStore: two delivery frames for one store on one thread")
-            precondition(current.pointee.next <= (current.pointee.pending?.count ?? 0),
-                         "ReduxStore: a delivery frame's cursor is past its rounds")
+            current.pointee.pending._checkInvariants()
             seen.append(current.pointee.store)
             frame = current.pointee.outer
         }

@@ -171,8 +171,8 @@ extension Store {
     ) {
         let id = ObjectIdentifier(self)
         if let frame = context.pointee.frame(for: id) {
-            frame.pointee.append(CollectionOfOne(first))
-            if let more { frame.pointee.append(more) }
+            frame.pointee.pending.append(first)
+            if let more { frame.pointee.pending.append(contentsOf: more) }
             return
         }
         // The frame lives on this function's stack, linked into the thread's chain for exactly
@@ -184,7 +184,7 @@ extension Store {
             context.pointee.callbackDepth += 1
             context.pointee._checkInvariants()
             call(first)
-            while let next = frame.pointee.nextRound() { call(next) }
+            while let next = frame.pointee.pending.popFirst() { call(next) }
             context.pointee.callbackDepth -= 1
             context.pointee.innermost = frame.pointee.outer
         }

@@ -202,8 +202,8 @@ package typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
 /// behind the store's lock. Not generic, so reaching a field costs no metadata.
 struct StoreCore {
     var version: UInt64 = 0
-    /// Actions dispatched from inside a reducer, applied after the current one (FIFO).
-    var nested: [QueuedAction] = []
+    /// Actions dispatched from inside a reducer, applied after the current one (``FIFO``).
+    var nested = FIFO<QueuedAction>()
     /// Registered observers in the order they were added. Immutable: a change makes a new list,
     /// so a delivery walks the list it took (and retained) under the lock.
     var observers: ObserverList = .empty

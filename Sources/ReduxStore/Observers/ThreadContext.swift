@@ -121,39 +121,24 @@ struct MiddlewarePass {
     let store: ObjectIdentifier
     /// The pass this one is nested in.
     let outer: UnsafeMutablePointer<MiddlewarePass>?
-    /// `nil` (nothing to release) until a reducer dispatches.
-    var dispatched: [QueuedAction]? = nil
+    /// What the reducers dispatched meanwhile (``FIFO``).
+    var dispatched = FIFO<QueuedAction>()
 }
 
 /// One store's notification delivery in progress on a thread.
 struct DeliveryFrame {
     let store: ObjectIdentifier
     /// Rounds queued by actions dispatched from inside the observers, delivered in order after the
-    /// current round. `nil` (nothing to release) unless an observer dispatches.
-    var pending: [NotificationRound]?
-    var next = 0
+    /// current round (``FIFO``).
+    var pending: FIFO<NotificationRound>
     /// The frame this one is nested in.
     let outer: UnsafeMutablePointer<DeliveryFrame>?
 
     init(store: ObjectIdentifier, pending: [NotificationRound]? = nil,
          outer: UnsafeMutablePointer<DeliveryFrame>?) {
         self.store = store
-        self.pending = pending
+        self.pending = FIFO(pending)
         self.outer = outer
-    }
-
-    /// Queues rounds behind the current one.
-    mutating func append(_ rounds: some Sequence<NotificationRound>) {
-        if pending == nil { pending = [] }
-        pending!.append(contentsOf: rounds)
-    }
-
-    /// The next round queued, if any.
-    @inline(__always)
-    mutating func nextRound() -> NotificationRound? {
-        guard let pending, next < pending.count else { return nil }
-        defer { next += 1 }
-        return pending[next]
     }
 }
 
