@@ -47,10 +47,9 @@ extension Store {
     package func dispatch(erased action: any Action, notifies: Bool? = nil, source: DispatchSite = .unknown) {
         let me = currentThreadID()
         if applyingThread.load(ordering: .relaxed) == me {
-            // From inside one of this store's reducers (this thread holds the lock). Applied
-            // after the C caller's call returned, perhaps: a borrowed source is kept.
-            core.unsafe.valuePointer.pointee.nested.append(
-                QueuedAction(action, source.borrowed ? source.kept() : source))
+            // From inside one of this store's reducers (this thread holds the lock): applied
+            // after this one.
+            core.unsafe.valuePointer.pointee.nested.append(QueuedAction(action, source))
             return
         }
         if let middleware {
@@ -84,8 +83,7 @@ extension Store {
     /// ``dispatchActions(_:file:line:)`` with its source as the dispatch path carries it.
     package func dispatch(batch actions: [any Action], source: DispatchSite) {
         if applyingThread.load(ordering: .relaxed) == currentThreadID() {
-            core.unsafe.valuePointer.pointee.nested.append(
-                QueuedAction(ActionBatch(actions: actions), source.borrowed ? source.kept() : source))
+            core.unsafe.valuePointer.pointee.nested.append(QueuedAction(ActionBatch(actions: actions), source))
             return
         }
         guard let middleware else {
@@ -548,11 +546,12 @@ struct Transaction: ~Copyable {
 /// middleware), with where it was dispatched from.
 struct QueuedAction: Sendable {
     let action: any Action
+    /// Kept (``DispatchSite/kept()``): the action may be applied after a C caller's call returned.
     let source: DispatchSite
 
     init(_ action: any Action, _ source: DispatchSite) {
         self.action = action
-        self.source = source
+        self.source = source.kept()
     }
 }
 

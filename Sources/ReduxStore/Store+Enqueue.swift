@@ -82,7 +82,7 @@ extension Store {
     /// ``enqueueAction(_:file:line:)`` for an action already in an existential box (kept as it
     /// is); a borrowed `source` is kept (``DispatchSite/kept()``), as the action is applied later.
     package func enqueue(erased action: any Action, source: DispatchSite = .unknown) {
-        let queued = QueuedAction(action, source.borrowed ? source.kept() : source)
+        let queued = QueuedAction(action, source)
         precondition(canEnqueue, "ReduxStore: enqueueAction in a child process made by fork()")
         let schedule = enqueued.state.withLock { backlog -> Bool in
             backlog.actions.append(queued)

@@ -195,10 +195,11 @@ struct ActionLog {
     /// Whether records are kept.
     var isOn: Bool { @inline(__always) get { capacity > 0 } }
 
-    /// `source` owning its file name (``DispatchSite/kept()``), for a record kept after its
-    /// dispatch returned.
+    /// `source` owning its file name, for a record kept after its dispatch returned: the kept
+    /// copy of the last file name when the bytes are the same, ``DispatchSite/kept()``
+    /// otherwise. ``append(_:version:source:keeper:)`` takes every source through it.
     @inline(__always)
-    mutating func keep(_ source: DispatchSite) -> DispatchSite {
+    private mutating func keep(_ source: DispatchSite) -> DispatchSite {
         guard source.borrowed, let file = source.file else { return source }
         if let lastSource, let kept = lastSource.file, lastSource.count == source.count,
             memcmp(kept, file, source.count) == 0
@@ -258,8 +259,9 @@ struct ActionLog {
         }
     }
 
-    /// Appends a record, the action made to own what it holds by `keeper` if the store has one;
-    /// `version` is the one after the newest's (the first, any).
+    /// Appends a record, the action made to own what it holds by `keeper` if the store has one
+    /// and the source kept (``keep(_:)``); `version` is the one after the newest's (the first,
+    /// any).
     @inline(__always)
     mutating func append(_ action: any Action, version: UInt64, source: DispatchSite, keeper: ActionKeeper? = nil) {
         guard let actions, let sources else { return }
@@ -290,7 +292,7 @@ struct ActionLog {
         }
         let type = ActionContainer.typeIdentity(at: actions + slot)
         if type != trivialType, type != examinedType { learn(slot) }
-        (sources + slot).initialize(to: source)
+        (sources + slot).initialize(to: keep(source))
         newest = version
         if armed { ring() }
     }
@@ -476,7 +478,6 @@ extension Store {
         let core = core.unsafe.valuePointer
         core.pointee.actionLog.stamp(version)
         if let batch, batch.lowerBound == version { core.pointee.actionLog.noteBatch(batch) }
-        let source = core.pointee.actionLog.keep(source)
         core.pointee.actionLog.append(action, version: version, source: source, keeper: keeper)
     }
 }
@@ -536,7 +537,6 @@ extension Store {
         // from memory, where the precise clock costs several times as much (Benchmarks/README.md,
         // "What inspection costs").
         clock_gettime(CLOCK_REALTIME_COARSE, &time)
-        let source = source.borrowed ? source.kept() : source
         // Two initializers rather than one with `keeper.map { … } ?? action`, which copies the
         // action's existential once more for every record.
         if let keeper {

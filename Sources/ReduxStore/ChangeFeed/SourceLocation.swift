@@ -134,13 +134,15 @@ package struct DispatchSite: Sendable {
     @inline(__always)
     var isKnown: Bool { file != nil }
 
-    /// This site, with bytes that live as long as the program: a borrowed C name is copied once
-    /// per distinct name (``KeptNames/files``).
     /// A kept site's file name at another line.
     init(kept site: DispatchSite, line: UInt) {
         self.init(file: site.file, count: site.count, line: line, borrowed: false)
     }
 
+    /// This site, with bytes that live as long as the program: a borrowed C name is copied once
+    /// per distinct name (``KeptNames/files``); any other site is itself. The one way a borrowed
+    /// site is kept: the records that outlive a dispatch (``ChangeRecord``, a queued action, the
+    /// action log's column) take their site through it.
     package func kept() -> DispatchSite {
         guard borrowed, let file else { return self }
         guard let name = KeptNames.files.intern(UnsafeRawBufferPointer(start: file, count: count)) else {

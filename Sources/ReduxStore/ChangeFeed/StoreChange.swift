@@ -93,13 +93,14 @@ package struct ChangeRecord: @unchecked Sendable {
         self.batchLast = batchLast
         patch = nil
         patchError = nil
-        self.source = source
+        self.source = source.kept()
     }
     /// The action's patch, when a consumer asked for patches and it could be made.
     package let patch: [JSONPatch.Operation]?
     /// Why the patch could not be made, when a consumer asked for it.
     package let patchError: String?
-    /// Where the action was dispatched from; its bytes live as long as the program.
+    /// Where the action was dispatched from; its bytes live as long as the program (both
+    /// initializers keep a borrowed site: ``DispatchSite/kept()``).
     package let source: DispatchSite
 
     init(
@@ -113,7 +114,7 @@ package struct ChangeRecord: @unchecked Sendable {
         batchLast = batch?.upperBound ?? 0
         self.patch = patch
         self.patchError = patchError
-        self.source = source
+        self.source = source.kept()
     }
 
     /// The public ``SourceLocation`` of ``source``.
