@@ -16,7 +16,7 @@ package enum ActionContainer {
     static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
 
     /// Checks the layout once (a store's initializer calls it).
-    package static func checkLayout() { _ = layoutChecked }
+    static func checkLayout() { _ = layoutChecked }
 
     private static let layoutChecked: Bool = {
         let probe = LayoutProbe.make()

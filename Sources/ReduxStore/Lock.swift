@@ -42,7 +42,7 @@ package struct Locked<Value> {
     /// turn rather than a value (`Locked<Void>`). (An `inout` access to a value of no size is
     /// one ThreadSanitizer can report against the lock's own reads of the storage.)
     @inline(__always)
-    package func withLockHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    func withLockHeld<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         storage.lock()
         defer { storage.unlock() }
         return try body()
@@ -56,27 +56,27 @@ package struct Locked<Value> {
     /// The manual operations: lock and unlock by hand, the value's address, waiting. Nothing
     /// here checks that the caller holds the lock; each use says why it does.
     @inline(__always)
-    package var unsafe: UnsafeView { UnsafeView(storage: Unmanaged.passUnretained(storage)) }
+    var unsafe: UnsafeView { UnsafeView(storage: Unmanaged.passUnretained(storage)) }
 
     /// See ``Locked/unsafe``. Not `Sendable`: a view is used on the thread that made it, while
     /// the ``Locked`` it came from is alive. It holds the storage unretained, so that the
     /// dispatch path's manual locking costs no retain and release per use (a strong reference
     /// here costs two of each per dispatch).
-    package struct UnsafeView {
+    struct UnsafeView {
         fileprivate let storage: Unmanaged<LockStorage<Value>>
 
         /// Takes the lock. Pair with ``unlock()`` on the same thread.
         @inline(__always)
-        package func lock() { storage._withUnsafeGuaranteedRef { $0.lock() } }
+        func lock() { storage._withUnsafeGuaranteedRef { $0.lock() } }
 
         /// Releases the lock taken by ``lock()``.
         @inline(__always)
-        package func unlock() { storage._withUnsafeGuaranteedRef { $0.unlock() } }
+        func unlock() { storage._withUnsafeGuaranteedRef { $0.unlock() } }
 
         /// The value's address, to be touched only while holding the lock. Valid as long as the
         /// ``Locked`` (its storage) is alive.
         @inline(__always)
-        package var valuePointer: UnsafeMutablePointer<Value> {
+        var valuePointer: UnsafeMutablePointer<Value> {
             storage._withUnsafeGuaranteedRef { $0.withUnsafeMutablePointerToHeader { $0 } }
         }
 
@@ -84,11 +84,11 @@ package struct Locked<Value> {
         /// waiting and held again on return. Wake-ups may be spurious: wait in a loop on the
         /// condition the waker changes under this lock.
         @inline(__always)
-        package func wait() { storage._withUnsafeGuaranteedRef { $0.wait() } }
+        func wait() { storage._withUnsafeGuaranteedRef { $0.wait() } }
 
         /// ``wait()`` for at most `milliseconds` (against `CLOCK_REALTIME`, pthread's default; a
         /// clock change only shortens or lengthens one wait).
-        package func wait(milliseconds: Int) {
+        func wait(milliseconds: Int) {
             storage._withUnsafeGuaranteedRef { $0.wait(milliseconds: milliseconds) }
         }
     }
@@ -99,7 +99,7 @@ package struct Locked<Value> {
 extension Locked: @unchecked Sendable where Value: Sendable {}
 
 /// The pthread pair of a ``Locked`` value.
-package struct LockPrimitives {
+struct LockPrimitives {
     var mutex = pthread_mutex_t()
     var condition = pthread_cond_t()
 }

@@ -504,7 +504,7 @@ extension Store {
 
     /// ``checkMiddlewareDepth()`` for a store with middleware.
     @usableFromInline
-    package func checkMiddlewareDepthOfChain() throws(StoreError) {
+    func checkMiddlewareDepthOfChain() throws(StoreError) {
         guard applyingThread.load(ordering: .relaxed) != currentThreadID(),
               ThreadContext.current(contextKey).pointee.middlewareDepth
                 >= StoreLimits.maximumMiddlewareDepth

@@ -127,12 +127,12 @@ extension StoreError {
 }
 
 /// Renders coding paths the way every message in ReduxStore shows them: `items[3].title`.
-package enum CodingPath {
+enum CodingPath {
     /// `[items, Index 3, title]` → `items[3].title`; with a prefix, `payload.items[3].title`.
     ///
     /// A key whose `intValue` is set and whose `stringValue` is `"Index N"` is an array position
     /// and prints as `[N]`; every other key prints as `.name` (an integer dictionary key as `.3`).
-    package static func describe(_ path: [any CodingKey], prefix: String? = nil) -> String {
+    static func describe(_ path: [any CodingKey], prefix: String? = nil) -> String {
         var out = prefix ?? ""
         for key in path {
             if let index = key.intValue, key.stringValue == "Index \(index)" {

@@ -19,7 +19,7 @@ public struct ActionTypes: Sendable {
     /// Decodes an action from its payload as a json-c tree (borrowed; NULL: no payload).
     package typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
     /// Decodes an action from a ``JSONAction`` of its identifier (the payload as a ``JSONValue``).
-    package typealias DecodeJSONAction = @Sendable (JSONAction) throws -> any Action
+    typealias DecodeJSONAction = @Sendable (JSONAction) throws -> any Action
 
     private var decoders: [JSONKey: Decode] = [:]
     /// The same types' decoders from a ``JSONAction``, for a store with routed reducers
@@ -46,7 +46,7 @@ public struct ActionTypes: Sendable {
     }
 
     /// The decoders from a ``JSONAction``, by identifier: those of every registered type.
-    package var jsonActionDecodersByIdentifier: [JSONKey: DecodeJSONAction] { jsonActionDecoders }
+    var jsonActionDecodersByIdentifier: [JSONKey: DecodeJSONAction] { jsonActionDecoders }
 
     /// The action an identifier and its payload (a json-c tree, borrowed; NULL: none) stand for:
     /// the registered type's, decoded from the payload, or a ``JSONAction`` carrying it.

@@ -45,7 +45,7 @@
 /// difference. The reducers run under the store's lock, as every reducer does.
 public struct Reducers<State>: Sendable {
     /// The reducers, in the order they were added.
-    @usableFromInline package internal(set) var entries: [RoutedReducer] = []
+    @usableFromInline internal(set) var entries: [RoutedReducer] = []
 
     /// The typed actions a dispatched ``JSONAction`` is decoded into, by identifier, before it
     /// is routed (see the type's overview). Empty by default: every ``JSONAction`` is routed by
@@ -169,10 +169,10 @@ extension Store {
 /// One reducer of a ``Reducers`` list: what it matches and the reducer erased to a function of
 /// the state's address.
 @usableFromInline
-package struct RoutedReducer: Sendable {
+struct RoutedReducer: Sendable {
     /// Which actions a routed reducer handles.
     @usableFromInline
-    package enum Match: Sendable, Equatable {
+    enum Match: Sendable, Equatable {
         /// Actions boxed as exactly this type (``ReducerRouter/run(_:_:)``).
         case type(ObjectIdentifier)
         /// Actions of this identifier (code points compared).
@@ -181,13 +181,13 @@ package struct RoutedReducer: Sendable {
         case always
     }
 
-    @usableFromInline package let match: Match
+    @usableFromInline let match: Match
     /// The reducer. One of ``Match/type(_:)`` assumes the action is of that type: it may be
     /// called only with such actions (``ReducerRouter`` sees to that).
-    @usableFromInline package let reduce: SendableErasedReducer
+    @usableFromInline let reduce: SendableErasedReducer
 
     @usableFromInline
-    package init(match: Match, reduce: @escaping SendableErasedReducer) {
+    init(match: Match, reduce: @escaping SendableErasedReducer) {
         self.match = match
         self.reduce = reduce
     }
@@ -195,7 +195,7 @@ package struct RoutedReducer: Sendable {
 
 /// An ``ErasedReducer`` that may be shared between threads: how ``Reducers`` keeps its reducers.
 @usableFromInline
-package typealias SendableErasedReducer = @Sendable (UnsafeMutableRawPointer, any Action) -> Void
+typealias SendableErasedReducer = @Sendable (UnsafeMutableRawPointer, any Action) -> Void
 
 /// `reducer` erased to a function of the state's address, as the store calls its reducers.
 ///

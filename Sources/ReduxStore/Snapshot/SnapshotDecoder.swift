@@ -8,7 +8,7 @@
 import FoundationEssentials
 
 /// Reads fresh values back from ``SnapshotTape``s.
-package enum SnapshotDecoder {
+enum SnapshotDecoder {
     /// Decodes a new `T` from `tape`. Thread-safe: reads only.
     ///
     /// The result shares no reference-typed storage with the value that was encoded: classes
@@ -22,7 +22,7 @@ package enum SnapshotDecoder {
     ///
     /// - Throws: ``StoreError`` of kind `.decode` whose message names the coding path,
     ///   e.g. `items[3].title: expected String, found number`.
-    package static func decode<T: Decodable>(_ type: T.Type, from tape: SnapshotTape) throws(StoreError) -> T {
+    static func decode<T: Decodable>(_ type: T.Type, from tape: SnapshotTape) throws(StoreError) -> T {
         let buffer = tape.buffer
         guard buffer.pointee.slotCount > 0 else {
             throw StoreError(.decode, "the snapshot is empty: nothing was encoded into it")

@@ -42,7 +42,7 @@ package final class SnapshotEncoder {
     /// - Parameter canonicalOrder: whether a `Set`'s elements, and the entries of a `Dictionary`
     ///   that encodes as an array of keys and values, are written in a canonical order (by their
     ///   canonical JSON text) instead of the hash order, which Swift seeds per process.
-    package func encode<T: Encodable>(
+    func encode<T: Encodable>(
         _ value: T, into tape: SnapshotTape, canonicalOrder: Bool = false
     ) throws(StoreError) {
         let buffer = tape.buffer

@@ -209,15 +209,15 @@ struct TapeBuffer {
 /// decode from it at once with ``SnapshotDecoder/decode(_:from:)``. Memory: 24 bytes per JSON
 /// value plus 16 bytes per string and key (string contents are shared with the encoded value,
 /// not copied).
-package final class SnapshotTape: @unchecked Sendable {
+final class SnapshotTape: @unchecked Sendable {
     let buffer: UnsafeMutablePointer<TapeBuffer>
     /// Decodes running from this tape. A store reuses a kept tape's storage only when this is 0,
     /// read with acquire ordering: it pairs with each reader's releasing decrement, so the
     /// reader's last read happens before the tape is written again.
-    package let readers = Atomic<Int>(0)
+    let readers = Atomic<Int>(0)
 
     /// An empty tape. Decoding from it fails until something was encoded into it.
-    package init() {
+    init() {
         buffer = .allocate(capacity: 1)
         buffer.initialize(to: TapeBuffer())
     }
