@@ -200,7 +200,8 @@ struct ActionLog {
     /// otherwise. ``append(_:version:source:keeper:)`` takes every source through it.
     @inline(__always)
     private mutating func keep(_ source: DispatchSite) -> DispatchSite {
-        guard source.borrowed, let file = source.file else { return source }
+        guard source.borrowed else { return source }
+        guard let file = source.file else { return source }
         if let lastSource, let kept = lastSource.file, lastSource.count == source.count,
             memcmp(kept, file, source.count) == 0
         {
@@ -264,38 +265,46 @@ struct ActionLog {
     /// any).
     @inline(__always)
     mutating func append(_ action: any Action, version: UInt64, source: DispatchSite, keeper: ActionKeeper? = nil) {
-        guard let actions, let sources else { return }
+        // The columns exist while the log is on, which every caller has checked (``isOn``).
+        let actions = self.actions.unsafelyUnwrapped
+        let sources = self.sources.unsafelyUnwrapped
         let slot: Int
         if count < capacity {
-            slot = (start + count) % capacity
-            count += 1
+            slot = (start &+ count) % capacity
+            count &+= 1
         } else {
             slot = start
-            start = start + 1 == capacity ? 0 : start + 1
+            start = start &+ 1 == capacity ? 0 : start &+ 1
             if ActionContainer.typeIdentity(at: actions + slot) != trivialType {
                 (actions + slot).deinitialize(count: 1)
             }
         }
         // `as any Action`: the container's bytes, not those of the value inside (a generic
-        // parameter opens an existential argument).
-        let written = withUnsafeBytes(of: action as any Action) { bytes in
+        // parameter opens an existential argument). Written by the keeper, copied as bytes (of
+        // the trivial type, nothing more to learn), or not yet.
+        let written = withUnsafeBytes(of: action as any Action) { bytes -> Written in
             let container = bytes.baseAddress!
-            if let keeper, keeper.keep(container, UnsafeMutableRawPointer(actions + slot), keeper.state) { return true }
-            guard ActionContainer.typeIdentity(at: container) == trivialType else { return false }
+            if let keeper, keeper.keep(container, UnsafeMutableRawPointer(actions + slot), keeper.state) { return .byKeeper }
+            guard ActionContainer.typeIdentity(at: container) == trivialType else { return .no }
             UnsafeMutableRawPointer(actions + slot).copyMemory(from: container, byteCount: bytes.count)
-            return true
+            return .asTrivialBytes
         }
-        if !written {
-            // Copied straight into its slot: an assignment (`actions[slot] = action`) copied it
-            // through a temporary first, a third call of the action's value witnesses.
-            (actions + slot).initialize(to: action)
+        if written != .asTrivialBytes {
+            if written == .no {
+                // Copied straight into its slot: an assignment (`actions[slot] = action`) copied
+                // it through a temporary first, a third call of the action's value witnesses.
+                (actions + slot).initialize(to: action)
+            }
+            let type = ActionContainer.typeIdentity(at: actions + slot)
+            if type != trivialType, type != examinedType { learn(slot) }
         }
-        let type = ActionContainer.typeIdentity(at: actions + slot)
-        if type != trivialType, type != examinedType { learn(slot) }
         (sources + slot).initialize(to: keep(source))
         newest = version
         if armed { ring() }
     }
+
+    /// How ``append(_:version:source:keeper:)`` wrote an action into its slot.
+    private enum Written { case no, byKeeper, asTrivialBytes }
 
     /// The type of the actions last appended, when it is trivial (no reference, nothing to do
     /// to copy or destroy it) and fits an existential's inline buffer: the identity of its
