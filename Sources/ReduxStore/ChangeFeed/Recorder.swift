@@ -594,13 +594,9 @@ extension Store {
         guard recorder.journal != nil || !recorder.listeners.isEmpty else { return }
         let record = makeRecordLocked(
             action, at: version, batch: batch, source: source, patch: operations, patchError: patchError)
-        if let journal = recorder.journal {
-            let forJournal = forJournal
-                ? record
-                : ChangeRecord(
-                    version: version, action: record.action, time: record.time, batch: batch, patch: nil,
-                    patchError: nil, source: record.source)
-            if journal.append(forJournal) { recorder.mustWait(for: journal, through: version) }
+        // One record for all: a journal without patches leaves out the patch made for others.
+        if let journal = recorder.journal, journal.append(record) {
+            recorder.mustWait(for: journal, through: version)
         }
         // A listener removed by an earlier one during this call is not called.
         for listener in recorder.listeners where !listener.isRemoved {

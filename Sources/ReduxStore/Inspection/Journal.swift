@@ -363,12 +363,12 @@ final class Journal: @unchecked Sendable {
         lineEnds.removeAll(keepingCapacity: true)
         for entry in entries {
             let start = formatter.output.count
-            var problem = formatter.appendLine(for: entry)
+            var problem = formatter.appendLine(for: entry, includingPatch: options.recordPatches)
             if formatter.output.count - start - 1 > Self.maximumLineSize {
                 let length = formatter.output.count - start - 1
                 formatter.truncate(to: start)
                 let omission = "its line would be \(length) bytes, more than the journal's limit of \(Self.maximumLineSize)"
-                formatter.appendLine(for: entry, omittingPayload: omission)
+                formatter.appendLine(for: entry, includingPatch: options.recordPatches, omittingPayload: omission)
                 problem = JournalLineProblem(kind: .limit, reason: "version \(entry.version): \(omission)")
             }
             if let problem { noteIncomplete(entry.version, problem) }

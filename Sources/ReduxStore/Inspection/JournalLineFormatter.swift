@@ -29,16 +29,21 @@ struct JournalLineFormatter: ~Copyable {
     /// Forgets the output from `count` bytes on (a line begun there).
     mutating func truncate(to count: Int) { bytes.count = count }
 
-    /// Appends the line of `entry` (newline included) to ``output``. Returns what the line
-    /// leaves out and why, when it leaves out the payload or the patch (the line says it too).
+    /// Appends the line of `entry` (newline included) to ``output``, with its patch (or why
+    /// there is none) if `includingPatch` (``JournalOptions/recordPatches``: the record may
+    /// carry a patch made for another consumer). Returns what the line leaves out and why, when
+    /// it leaves out the payload or the patch (the line says it too).
     @discardableResult
-    mutating func appendLine(for entry: ChangeRecord) -> JournalLineProblem? {
-        appendLine(for: entry, omittingPayload: nil)
+    mutating func appendLine(for entry: ChangeRecord, includingPatch: Bool) -> JournalLineProblem? {
+        appendLine(for: entry, includingPatch: includingPatch, omittingPayload: nil)
     }
 
-    /// ``appendLine(for:)``; with `omission`, the payload and patch are left out for that reason.
+    /// ``appendLine(for:includingPatch:)``; with `omission`, the payload and patch are left out
+    /// for that reason.
     @discardableResult
-    mutating func appendLine(for entry: ChangeRecord, omittingPayload omission: String?) -> JournalLineProblem? {
+    mutating func appendLine(
+        for entry: ChangeRecord, includingPatch: Bool, omittingPayload omission: String?
+    ) -> JournalLineProblem? {
         var problem: JournalLineProblem?
         append("{\"version\":")
         appendInteger(entry.version)
@@ -63,10 +68,11 @@ struct JournalLineFormatter: ~Copyable {
             append(",\"source\":")
             appendSource(entry.source)
         }
-        var patchError = entry.patchError
-        if let omission, entry.patch != nil || patchError != nil {
+        let patch = includingPatch ? entry.patch : nil
+        var patchError = includingPatch ? entry.patchError : nil
+        if let omission, patch != nil || patchError != nil {
             patchError = omission
-        } else if let patch = entry.patch {
+        } else if let patch {
             let start = bytes.count
             append(",\"patch\":")
             if let path = appendPatch(patch) {
@@ -448,7 +454,7 @@ struct JournalLineFormatter: ~Copyable {
     }
 }
 
-/// A part of a journal line left out, and why (``JournalLineFormatter/appendLine(for:)``).
+/// A part of a journal line left out, and why (``JournalLineFormatter/appendLine(for:includingPatch:)``).
 struct JournalLineProblem {
     /// ``StoreError/Kind/encode`` for a value JSON cannot hold, ``StoreError/Kind/limit`` for a
     /// line too long.

@@ -202,6 +202,34 @@ struct ChangeFeedTests {
         #expect(a[0].time == b[0].time)
     }
 
+    @Test("one record for a journal without patches and a consumer with them: the journal's lines carry none")
+    func journalBesidePatchConsumer() async throws {
+        let folder = temporaryFolder()
+        let store = Store(reducers: [todosReducer], state: Todos())
+        try store.startJournal(at: folder + "/plain.journal")
+        let feed = store.changes(includingPatches: true)
+        store.dispatchAction(AddTodo(title: "a"))
+        store.dispatchAction(AddTodo(title: "b"))
+        let changes = await first(2, of: feed)
+        #expect(changes[1].patch == [.add(path: "/titles/1", value: "b")])
+        try store.flushJournal()
+        store.stopJournal()
+        let plain = try String(contentsOfFile: folder + "/plain.journal", encoding: .utf8).split(separator: "\n")
+        #expect(plain.count == 2)
+        #expect(plain.allSatisfy { !$0.contains("\"patch") }, "\(plain)")
+
+        // The same store's journal with patches carries them, the consumer still listening.
+        var options = JournalOptions()
+        options.recordPatches = true
+        try store.startJournal(at: folder + "/patches.journal", options: options)
+        store.dispatchAction(AddTodo(title: "c"))
+        _ = await first(1, of: feed)
+        try store.flushJournal()
+        store.stopJournal()
+        let lines = try String(contentsOfFile: folder + "/patches.journal", encoding: .utf8).split(separator: "\n")
+        #expect(lines.last?.contains(#""patch":[{"op":"add","path":"/titles/2","value":"c"}]"#) == true, "\(lines)")
+    }
+
     @Test("the journal's lines carry the source; reduxstore-inspect's summary groups by it")
     func journalSource() throws {
         let path = temporaryFolder() + "/app.journal"
