@@ -29,6 +29,40 @@ struct StoreDispatchTests {
         #expect(store.version == 100)
     }
 
+    @Test("a class state: each reducer gets the object the one before left, a new one included")
+    func classStateAcrossReducers() {
+        final class Tally: Codable, @unchecked Sendable {
+            var steps: [String] = []
+            var generation = 0
+        }
+        let replace: Reducer<Tally> = { state, _ in
+            let next = Tally()
+            next.steps = state.steps + ["replaced"]
+            next.generation = state.generation + 1
+            state = next
+        }
+        let mark: Reducer<Tally> = { state, action in state.steps.append("marked \(action.identifier)") }
+        let zero: Reducer<Tally> = { state, _ in state.steps.append("zero") }
+        for reducers in [[replace, mark], [mark, replace, zero], [replace]] {
+            let store = Store(reducers: reducers, state: Tally())
+            store.dispatchAction(CounterAction.increment)
+            store.dispatchAction(CounterAction.increment)
+            let state = store.currentState()
+            #expect(state.generation == 2)
+            var expected: [String] = []
+            for _ in 0..<2 {
+                for reducer in reducers.indices {
+                    switch (reducers.count, reducer) {
+                    case (2, 0), (1, 0), (3, 1): expected.append("replaced")
+                    case (3, 2): expected.append("zero")
+                    default: expected.append("marked counter.increment")
+                    }
+                }
+            }
+            #expect(state.steps == expected, "\(reducers.count) reducers")
+        }
+    }
+
     @Test("reducers run in the order given, every one for every action")
     func reducerOrder() {
         let first: Reducer<CounterState> = { state, action in state.log.append("first \(action.identifier)") }
