@@ -48,8 +48,12 @@ struct ThreadContext {
         for work in pending[mark...] {
             switch work {
             case .journalWait(let wait): journalWait = wait
-            case .round(let round): rounds = (rounds ?? []) + CollectionOfOne(round)
-            case .action(let action): actions = (actions ?? []) + CollectionOfOne(action)
+            case .round(let round):
+                if rounds == nil { rounds = [] }
+                rounds!.append(round)
+            case .action(let action):
+                if actions == nil { actions = [] }
+                actions!.append(action)
             }
         }
         pending.removeSubrange(mark...)
