@@ -1,3 +1,4 @@
+import DequeModule
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -494,7 +495,8 @@ extension Store {
 /// The snapshots of the last versions (``Store/keepHistory(_:)``): encoded tapes, oldest first.
 final class History {
     let limit: Int
-    private(set) var versions: [(version: UInt64, tape: SnapshotTape)] = []
+    /// A ring (`Deque`): a full history drops its oldest in constant time.
+    private(set) var versions: Deque<(version: UInt64, tape: SnapshotTape)> = []
 
     init(limit: Int) { self.limit = limit }
 
