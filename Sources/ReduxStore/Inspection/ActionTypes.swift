@@ -22,9 +22,9 @@ public struct ActionTypes: Sendable {
     typealias DecodeJSONAction = @Sendable (JSONAction) throws -> any Action
 
     private var decoders: [JSONKey: Decode] = [:]
-    /// The same types' decoders from a ``JSONAction``, for a store with routed reducers
-    /// (``Reducers``), which decodes a dispatched ``JSONAction`` of a registered identifier.
-    private var jsonActionDecoders: [JSONKey: DecodeJSONAction] = [:]
+    /// The same types' decoders from a ``JSONAction``, by identifier, for a store with routed
+    /// reducers (``Reducers``), which decodes a dispatched ``JSONAction`` of a registered identifier.
+    private(set) var jsonActionDecoders: [JSONKey: DecodeJSONAction] = [:]
 
     public init() {}
 
@@ -44,9 +44,6 @@ public struct ActionTypes: Sendable {
     package func decoder(for identifier: String) -> Decode? {
         decoders.isEmpty ? nil : decoders[JSONKey(identifier)]
     }
-
-    /// The decoders from a ``JSONAction``, by identifier: those of every registered type.
-    var jsonActionDecodersByIdentifier: [JSONKey: DecodeJSONAction] { jsonActionDecoders }
 
     /// The action an identifier and its payload (a json-c tree, borrowed; NULL: none) stand for:
     /// the registered type's, decoded from the payload, or a ``JSONAction`` carrying it.

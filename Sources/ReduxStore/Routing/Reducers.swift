@@ -45,7 +45,7 @@
 /// difference. The reducers run under the store's lock, as every reducer does.
 public struct Reducers<State>: Sendable {
     /// The reducers, in the order they were added.
-    @usableFromInline internal(set) var entries: [RoutedReducer] = []
+    @usableFromInline var entries: [RoutedReducer] = []
 
     /// The typed actions a dispatched ``JSONAction`` is decoded into, by identifier, before it
     /// is routed (see the type's overview). Empty by default: every ``JSONAction`` is routed by
@@ -148,7 +148,7 @@ extension Store {
         routing reducers: Reducers<State>, adopting state: State, version: UInt64,
         middleware: MiddlewareChain? = nil
     ) {
-        let router = ReducerRouter(reducers.entries, decoders: reducers.actions.jsonActionDecodersByIdentifier)
+        let router = ReducerRouter(reducers.entries, decoders: reducers.actions.jsonActionDecoders)
         self.init(
             erasedReducer: { address, action in router.run(address, action) }, adopting: state,
             version: version, middleware: middleware)
