@@ -50,10 +50,16 @@ let package = Package(
             name: "CReduxStoreAPI",
             dependencies: ["CJSONC"]
         ),
+        // The one mapping between the core's kinds of failure and the header's statuses, for
+        // every C face.
+        .target(
+            name: "ReduxStoreCStatus",
+            dependencies: ["ReduxStore", "CReduxStoreAPI"]
+        ),
         // The C face: `@c @implementation` functions, a thin layer over the Swift core.
         .target(
             name: "ReduxStoreC",
-            dependencies: ["ReduxStore", "CReduxStoreAPI", "CJSONC"]
+            dependencies: ["ReduxStore", "ReduxStoreCStatus", "CReduxStoreAPI", "CJSONC"]
         ),
         // reduxstore-inspect: show, diff, journal, state. The work is the core's (`Inspector`).
         .executableTarget(
@@ -189,7 +195,7 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
         // include/reduxstore.h, so it does not depend on ReduxStoreC.
         .target(
             name: "ReduxStoreInspectorC",
-            dependencies: ["ReduxStoreInspector", "ReduxStore", "CReduxStoreAPI", "CJSONC"]
+            dependencies: ["ReduxStoreInspector", "ReduxStore", "ReduxStoreCStatus", "CReduxStoreAPI", "CJSONC"]
         ),
         // A todo store with its inspector, for a person to look at and for the browser test.
         .executableTarget(

@@ -1,6 +1,7 @@
 internal import CJSONC
 internal import CReduxStoreAPI
 import ReduxStore
+import ReduxStoreCStatus
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -30,6 +31,8 @@ final class CForwarding: @unchecked Sendable {
     private static var thisThread: UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
 
     /// Hands a dispatch to the library; returns once it was applied, or throws what it said.
+    /// Not inlined: a plain store's dispatch does not carry this path.
+    @inline(never)
     func forward(
         _ handle: CStoreHandle, identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool,
         source: DispatchSite
@@ -49,7 +52,7 @@ final class CForwarding: @unchecked Sendable {
             pointer, identifier, payload, source.file?.assumingMemoryBound(to: CChar.self), Int32(clamping: source.line),
             context)
         // The library's words are this thread's last error already: kept as they are.
-        guard status == RDX_OK else { throw StoreError(Self.kind(of: status), String(cString: LastError.current)) }
+        guard status == RDX_OK else { throw StoreError(StoreError.Kind(status), String(cString: LastError.current)) }
     }
 
     /// Applies an action the library forwarded, on this thread, marked as applying.
@@ -66,18 +69,5 @@ final class CForwarding: @unchecked Sendable {
             return !released
         }
         if first, let release { release(context) }
-    }
-
-    /// The kind of failure a status stands for.
-    private static func kind(of status: rdx_status) -> StoreError.Kind {
-        switch status {
-        case RDX_EPARSE: .parse
-        case RDX_EDECODE: .decode
-        case RDX_ELIMIT: .limit
-        case RDX_EIO: .io
-        case RDX_ECORRUPT: .corrupt
-        case RDX_ENOMEM: .outOfMemory
-        default: .invalidArgument
-        }
     }
 }

@@ -1,5 +1,6 @@
 internal import CReduxStoreAPI
 import ReduxStore
+import ReduxStoreCStatus
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,21 +30,6 @@ enum LastError {
         let old = pthread_getspecific(key)
         pthread_setspecific(key, copy)
         free(old)
-    }
-}
-
-extension StoreError.Kind {
-    /// The C status of this kind of failure.
-    var status: rdx_status {
-        switch self {
-        case .invalidArgument: RDX_EINVAL
-        case .parse: RDX_EPARSE
-        case .decode, .encode: RDX_EDECODE
-        case .limit: RDX_ELIMIT
-        case .io: RDX_EIO
-        case .corrupt: RDX_ECORRUPT
-        case .outOfMemory: RDX_ENOMEM
-        }
     }
 }
 

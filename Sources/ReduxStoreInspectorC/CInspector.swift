@@ -3,6 +3,7 @@
 internal import CJSONC
 public import CReduxStoreAPI
 import ReduxStore
+import ReduxStoreCStatus
 import ReduxStoreInspector
 #if canImport(Glibc)
 import Glibc
@@ -48,7 +49,7 @@ public func rdx_inspector_start(
         return OpaquePointer(Unmanaged.passRetained(CInspectorHandle(inspector: inspector)).toOpaque())
     } catch {
         rdx_set_last_error(error.message)
-        status?.pointee = cStatus(of: error.kind)
+        status?.pointee = error.kind.status
         return nil
     }
 }
@@ -64,19 +65,6 @@ public func rdx_inspector_stop(_ inspector: OpaquePointer?) {
     guard let inspector else { return }
     let handle = Unmanaged<CInspectorHandle>.fromOpaque(UnsafeRawPointer(inspector)).takeRetainedValue()
     _ = blockingWait { () async throws -> Void in await handle.inspector.stop() }
-}
-
-/// The C status of a kind of failure (as libreduxstore's functions report it).
-private func cStatus(of kind: StoreError.Kind) -> rdx_status {
-    switch kind {
-    case .invalidArgument: RDX_EINVAL
-    case .parse: RDX_EPARSE
-    case .decode, .encode: RDX_EDECODE
-    case .limit: RDX_ELIMIT
-    case .io: RDX_EIO
-    case .corrupt: RDX_ECORRUPT
-    case .outOfMemory: RDX_ENOMEM
-    }
 }
 
 extension InspectorOptions {
