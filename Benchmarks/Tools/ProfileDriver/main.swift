@@ -1,7 +1,7 @@
 // ProfileDriver: one benchmark workload in a plain loop, to profile under
 // `valgrind --tool=callgrind` (perf has no hardware counters on swift-packages-b,
 // the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
-//   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|swiftstore-null|snapshot10
+//   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|c-json|swiftstore-null|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
 //                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos [count]
 // (inspector-idle: a counter store with a live inspector, no page connected)
@@ -232,13 +232,18 @@ case "plain-o1":
     let store = PlainStore(reducers: [add], state: Counter())
     store.addObserver { note in sink(note.version) }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
-case "c-null", "c-payload":
+case "c-null", "c-payload", "c-json":
     var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
     var status = RDX_OK
     let state = json_tokener_parse(#"{"count": 0}"#)
     let store = rdx_store_create(state, &reducers, 1, &status)
-    let payload = workload == "c-payload" ? json_tokener_parse(#"{"amount": 1, "note": "a small payload"}"#) : nil
-    for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", payload) }
+    if workload == "c-json" {
+        // The text path's plainest case: an action without a payload.
+        for _ in 0..<count { _ = rdx_store_dispatch_json(store, #"{"identifier": "counter.add"}"#) }
+    } else {
+        let payload = workload == "c-payload" ? json_tokener_parse(#"{"amount": 1, "note": "a small payload"}"#) : nil
+        for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", payload) }
+    }
     rdx_store_release(store)
 case "swiftstore-null":
     let store = Store(reducers: [add], state: Counter())
