@@ -51,7 +51,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let core: Locked<StoreCore>
     /// The thread applying an action right now (holding the lock), or 0: how a dispatch, a read or
     /// an observer change from inside a reducer is recognised, without taking the lock again.
-    let applyingThread = Atomic<UInt>(0)
+    @usableFromInline let applyingThread = Atomic<UInt>(0)
     /// ``threadContextKey``, copied: reading a global initialized on first use costs a check
     /// each time, which a dispatch need not pay.
     let contextKey = threadContextKey
@@ -189,8 +189,9 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// O(1), lock-free. Inside a reducer it is still the version of the last completed action.
     public var version: UInt64 { publishedVersion.load(ordering: .acquiring) }
 
-    /// Whether the calling thread is running one of this store's reducers right now.
-    @inline(__always)
+    /// Whether the calling thread is running one of this store's reducers right now. Inlined
+    /// into the C face, whose dispatch asks it first.
+    @inlinable @inline(__always)
     package var isInsideReducer: Bool {
         applyingThread.load(ordering: .relaxed) == currentThreadID()
     }
@@ -226,7 +227,7 @@ struct StoreCore {
     }
 }
 
-@inline(__always)
+@inlinable @inline(__always)
 func currentThreadID() -> UInt {
     UInt(pthread_self())
 }

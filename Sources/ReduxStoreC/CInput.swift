@@ -41,6 +41,8 @@ enum CInput {
 
     /// A tree C hands in (a payload, an initial state), checked by ``JSONInput/tree``.
     static func tree(_ object: OpaquePointer?, _ name: String) throws(StoreError) {
+        // NULL (no payload) is fine: answered here, without a call.
+        guard let object else { return }
         try JSONInput.tree(object, name)
     }
 
