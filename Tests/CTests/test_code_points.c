@@ -4,7 +4,8 @@
  * different keys, although Swift's String calls them equal. rdx_json_diff() reports a change
  * from one to the other, rdx_json_patch() makes it and removes one key without the other, a
  * journal recorded with patches records such a change, and a pointer observer of one key is
- * called when that key changes, never for the other.
+ * called when that key changes, never for the other. A \u escape of half a surrogate pair is
+ * refused, not made U+FFFD.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -240,6 +241,38 @@ static void test_journal_patches(void)
     rmdir(folder);
 }
 
+/* A \u escape of half a surrogate pair is not a character: refused with words (json-c alone would
+ * make it U+FFFD, two different texts one key), changing nothing; a whole pair is one character. */
+static void test_lone_surrogate_escape(void)
+{
+    rdx_reducer reducer = {0};
+    rdx_store *store;
+    char *text;
+
+    TEST("lone_surrogate_escape");
+    reducer.reduce = util_keyed_reduce;
+    reducer.context = NULL;
+    store = util_store(&reducer, 1);
+    if (store == NULL) return;
+    CHECK_STATUS(rdx_store_dispatch_json(store,
+                     "{\"identifier\":\"set\",\"payload\":{\"key\":\"\\ud800\",\"value\":1}}"),
+                 RDX_EPARSE);
+    CHECK(strstr(rdx_last_error(), "\\uD800 is half of a surrogate pair") != NULL);
+    CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\":\"\\udfff\"}"), RDX_EPARSE);
+    CHECK_STATUS(rdx_store_dispatch_batch_json(store,
+                     "[{\"identifier\":\"set\",\"payload\":{\"key\":\"a\",\"value\":1}},"
+                     "{\"identifier\":\"set\",\"payload\":{\"key\":\"\\ud83d\\u0041\",\"value\":2}}]"),
+                 RDX_EPARSE);
+    CHECK_EQ_INT((int)rdx_store_version(store), 0);
+    CHECK_STATUS(rdx_store_dispatch_json(store,
+                     "{\"identifier\":\"set\",\"payload\":{\"key\":\"\\ud83d\\ude00\",\"value\":3}}"),
+                 RDX_OK);
+    text = util_state_text(store);
+    CHECK_STR(text, "{\"\xf0\x9f\x98\x80\":3}");
+    free(text);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     check_watchdog(CHECK_TEST_SECONDS);
@@ -248,5 +281,6 @@ int main(void)
     test_pointer_observer();
     test_journal_patches();
     test_key_not_utf8();
+    test_lone_surrogate_escape();
     return check_report();
 }

@@ -44,6 +44,10 @@ let badActionTexts: [BadInput] = [
     BadInput("{\"identifier\": \"a\nb\"}", .parse, "JSON text does not parse at byte 17: a control character inside a string must be escaped"),
     BadInput(#"{"identifier": "a", "payload": [1, 2,]}"#, .parse, "JSON text does not parse at byte 37: unexpected character"),
     BadInput("{\"identifier\": \"\u{FFFD}\", \"payload\": \"\\xff\"}", .parse, "JSON text does not parse at byte 35: invalid string sequence"),
+    // Half a surrogate pair: json-c would make it U+FFFD without a word.
+    BadInput(#"{"identifier": "\ud800"}"#, .parse, #"JSON text does not parse at byte 16: \uD800 is half of a surrogate pair, not a character"#),
+    BadInput(#"{"identifier": "a", "payload": "x\udc00"}"#, .parse, #"JSON text does not parse at byte 33: \uDC00 is half of a surrogate pair, not a character"#),
+    BadInput(#"{"identifier": "a", "payload": {"\ud83d\u0041": 1}}"#, .parse, #"JSON text does not parse at byte 33: \uD83D is half of a surrogate pair, not a character"#),
     // Not an action.
     BadInput("[]", .decode, "action: expected object, found array"),
     BadInput("42", .decode, "action: expected object, found number"),

@@ -640,6 +640,11 @@ struct JSONCFloatTests {
         #expect(decodeError(Double.self, "[-Infinity]")?.message == "JSON text does not parse at byte 2: NaN and Infinity are not JSON numbers")
         #expect(decodeError(String.self, "\"a\u{0A}b\"")?.message == "JSON text does not parse at byte 2: a control character inside a string must be escaped")
         #expect(try decode(String.self, #""N\"I\\""#) == "N\"I\\")
+        // Escapes: a surrogate pair is one character; half of one is refused, not made U+FFFD.
+        #expect(try decode(String.self, #""\ud83d\ude00 \\ud800""#) == "\u{1F600} \\ud800")
+        #expect(decodeError(String.self, #""\udc00""#)?.message == #"JSON text does not parse at byte 1: \uDC00 is half of a surrogate pair, not a character"#)
+        #expect(decodeError(String.self, #""\uD800x""#)?.kind == .parse)
+        #expect(decodeError(String.self, #""\ud800\ud800""#)?.kind == .parse)
         #expect(decodeError([Double].self, "[1e400]")?.message == "[0]: non-finite number inf is not valid JSON")
         #expect(try decode(Double.self, "1e400", Self.convertingDecoder) == .infinity)
     }

@@ -123,8 +123,9 @@ extension JSONC {
     }
 
     /// Refuses what json-c's strict tokener still accepts but JSON does not: raw control
-    /// characters inside strings, and the words `NaN` and `Infinity`. One pass over the bytes,
-    /// before parsing.
+    /// characters inside strings, `\u` escapes of half a surrogate pair (json-c makes them
+    /// U+FFFD without a word, as Foundation's `JSONDecoder` refuses them), and the words `NaN`
+    /// and `Infinity`. One pass over the bytes, before parsing.
     ///
     /// - Returns: where each integer past the 64-bit range ends (json-c would clamp them).
     static func rejectWhatJSONCLetsThrough(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) -> [Int] {
@@ -147,7 +148,7 @@ extension JSONC {
                     if byte > UInt8(ascii: "\\") || (byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")) {
                         index += 1
                     } else if byte == UInt8(ascii: "\\") {
-                        index += 2
+                        index += try escapeLength(base, count, at: index)
                     } else if byte == UInt8(ascii: "\"") {
                         break
                     } else {
@@ -171,6 +172,42 @@ extension JSONC {
             throw StoreError(.parse, "JSON text does not parse at byte \(offset): invalid UTF-8")
         }
         return wideIntegers
+    }
+
+    /// How many bytes the escape at `index` (a backslash inside a string) takes for the scan:
+    /// two, or twelve for a `\u` surrogate pair (so that its second half is not read alone).
+    /// Refuses a `\u` escape of half a surrogate pair that is not followed or preceded by its
+    /// other half. An escape that is not well formed is left to json-c to refuse.
+    private static func escapeLength(
+        _ base: UnsafePointer<UInt8>, _ count: Int, at index: Int
+    ) throws(StoreError) -> Int {
+        guard let unit = hexUnit(base, count, at: index), (0xD800...0xDFFF).contains(unit) else { return 2 }
+        if unit <= 0xDBFF, let low = hexUnit(base, count, at: index + 6), (0xDC00...0xDFFF).contains(low) {
+            return 12
+        }
+        throw StoreError(
+            .parse,
+            "JSON text does not parse at byte \(index): \\u\(String(unit, radix: 16, uppercase: true)) is half of a surrogate pair, not a character")
+    }
+
+    /// The code unit of the `\uXXXX` escape at `index`, or nil when there is none there.
+    private static func hexUnit(_ base: UnsafePointer<UInt8>, _ count: Int, at index: Int) -> UInt16? {
+        guard index + 6 <= count, base[index] == UInt8(ascii: "\\"), base[index + 1] == UInt8(ascii: "u") else {
+            return nil
+        }
+        var unit: UInt16 = 0
+        for offset in 2..<6 {
+            let byte = base[index + offset]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            unit = unit << 4 | UInt16(digit)
+        }
+        return unit
     }
 
     /// The offset of the first byte that does not start a well-formed UTF-8 scalar, or nil when
