@@ -648,6 +648,34 @@ struct JSONCFloatTests {
         #expect(decodeError([Double].self, "[1e400]")?.message == "[0]: non-finite number inf is not valid JSON")
         #expect(try decode(Double.self, "1e400", Self.convertingDecoder) == .infinity)
     }
+
+    /// The scan before json-c reads strings eight bytes at a time: whatever ends a run of plain
+    /// bytes (a quote, a backslash, a control character), and whatever follows it, is found at
+    /// every offset from the start of the string and of the text's words, and so are the bytes
+    /// after the last whole word.
+    @Test func stringsScannedAtEveryOffset() throws {
+        for before in 0..<20 {
+            let plain = String(repeating: "a", count: before)
+            for after in [0, 1, 7, 8, 9, 17] {
+                let tail = String(repeating: "b", count: after)
+                #expect(try decode(String.self, "\"\(plain)\\\"\(tail)\"") == plain + "\"" + tail)
+                #expect(try decode(String.self, "\"\(plain)\\u00e9\\n\(tail)\"") == plain + "\u{E9}\n" + tail)
+                #expect(try decode(String.self, "\"\(plain)é😀\(tail)\"") == plain + "é😀" + tail)
+                #expect(try decode([String].self, "[\"\(plain)\", \"\(tail)\"]") == [plain, tail])
+                #expect(decodeError(String.self, "\"\(plain)\u{1F}\(tail)\"")?.message
+                        == "JSON text does not parse at byte \(1 + before): a control character inside a string must be escaped")
+                #expect(decodeError(String.self, "\"\(plain)\\udbff\(tail)\"")?.message
+                        == #"JSON text does not parse at byte \#(1 + before): \uDBFF is half of a surrogate pair, not a character"#)
+                #expect(decodeError(String.self, "\"\(plain)\(tail)")?.kind == .parse)
+                // Bytes that are not UTF-8 (an overlong NUL), wherever they fall in a word.
+                let bytes = [UInt8(ascii: "\"")] + Array(plain.utf8) + [0xC0, 0x80] + Array(tail.utf8) + [UInt8(ascii: "\"")]
+                let refused = bytes.withUnsafeBufferPointer { buffer in
+                    Result { () throws(StoreError) in try JSONC.rejectWhatJSONCLetsThrough(buffer) }
+                }
+                #expect(throws: StoreError.self) { try refused.get() }
+            }
+        }
+    }
 }
 
 // MARK: - Dates and data

@@ -1,7 +1,8 @@
 // ProfileDriver: one benchmark workload in a plain loop, to profile under
 // `valgrind --tool=callgrind` (perf has no hardware counters on swift-packages-b,
 // the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
-//   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|c-json|swiftstore-null|snapshot10
+//   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|c-json|c-json-payload|c-batch
+//                 |jsonc-parse|jsonc-parse-batch|swiftstore-null|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
 //                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos [count]
 // (inspector-idle: a counter store with a live inspector, no page connected)
@@ -232,6 +233,25 @@ case "plain-o1":
     let store = PlainStore(reducers: [add], state: Counter())
     store.addObserver { note in sink(note.version) }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+case "c-json-payload", "c-batch", "jsonc-parse", "jsonc-parse-batch":
+    // The text path as the benchmarks time it (CInterface.swift), and its floor: json-c parsing
+    // and freeing the same text. "-batch": 10 such actions in one array (count: batches).
+    let action = #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#
+    let batch = workload.hasSuffix("batch")
+    let text = batch ? "[" + Array(repeating: action, count: 10).joined(separator: ",") + "]" : action
+    var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
+    var status = RDX_OK
+    let store = rdx_store_create(json_tokener_parse(#"{"count": 0}"#), &reducers, 1, &status)
+    text.withCString { text in
+        for _ in 0..<count {
+            if workload.hasPrefix("jsonc") {
+                json_object_put(json_tokener_parse(text))
+            } else {
+                _ = batch ? rdx_store_dispatch_batch_json(store, text) : rdx_store_dispatch_json(store, text)
+            }
+        }
+    }
+    rdx_store_release(store)
 case "c-null", "c-payload", "c-json":
     var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
     var status = RDX_OK

@@ -132,22 +132,41 @@ extension JSONC {
         guard let base = bytes.baseAddress else { return [] }
         var wideIntegers: [Int] = []
         let count = bytes.count
-        // Every byte OR-ed in: its top bit says whether any byte is not ASCII.
+        // Every byte OR-ed in (eight at a time in strings): the top bits say whether any byte is
+        // not ASCII.
         var seen: UInt8 = 0
+        var seenWide: UInt64 = 0
         var index = 0
         while index < count {
             let byte = base[index]
             seen |= byte
             if byte == UInt8(ascii: "\"") {
                 // A string, read to its closing quote in a loop of its own: most of a text's
-                // bytes, and most of them letters, past the backslash in one comparison.
+                // bytes. Eight at a time: the first byte that ends the run of plain ones (a
+                // quote, a backslash, a control character) is the lowest one the word's test
+                // flags (``stringRunStops(_:)``); the last few bytes of the text one at a time.
                 index += 1
-                while index < count {
+                while true {
+                    if index &+ 8 <= count {
+                        let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                        seenWide |= word
+                        let stops = stringRunStops(word)
+                        if stops == 0 {
+                            index &+= 8
+                            continue
+                        }
+                        index &+= stops.trailingZeroBitCount &>> 3
+                    } else {
+                        while index < count {
+                            let byte = base[index]
+                            guard byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
+                            seen |= byte
+                            index += 1
+                        }
+                        if index >= count { break }
+                    }
                     let byte = base[index]
-                    seen |= byte
-                    if byte > UInt8(ascii: "\\") || (byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")) {
-                        index += 1
-                    } else if byte == UInt8(ascii: "\\") {
+                    if byte == UInt8(ascii: "\\") {
                         index += try escapeLength(base, count, at: index)
                     } else if byte == UInt8(ascii: "\"") {
                         break
@@ -165,13 +184,29 @@ extension JSONC {
             }
             index += 1
         }
-        let ascii = seen < 0x80
+        let ascii = seen < 0x80 && seenWide & 0x8080_8080_8080_8080 == 0
         // json-c's UTF-8 check lets overlong forms and surrogates through (`C0 93`, say), which a
         // Swift `String` would repair into U+FFFD: a key read from C and from Swift would differ.
         if !ascii, let offset = firstInvalidUTF8(bytes) {
             throw StoreError(.parse, "JSON text does not parse at byte \(offset): invalid UTF-8")
         }
         return wideIntegers
+    }
+
+    /// The bytes of `word` (little-endian: the first byte lowest) that may end a run of plain
+    /// string bytes, each as its top bit: a quote, a backslash or a control character (below
+    /// U+0020). The classic "has a zero byte" and "has a byte less than n" tests of 64-bit words:
+    /// they flag every such byte, and flag a byte that is not one only above a flagged one, so the
+    /// lowest flag is exact; 0 when there is none.
+    @inline(__always)
+    private static func stringRunStops(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let hasQuote = (quote &- ones) & ~quote
+        let hasBackslash = (backslash &- ones) & ~backslash
+        let hasControl = (word &- ones &* 0x20) & ~word
+        return (hasQuote | hasBackslash | hasControl) & (ones &* 0x80)
     }
 
     /// How many bytes the escape at `index` (a backslash inside a string) takes for the scan:
