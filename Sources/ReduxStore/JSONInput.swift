@@ -236,7 +236,8 @@ extension JSONAction {
     /// as the C face's `rdx_store_dispatch_json`: only those two keys, a string identifier of at
     /// most ``StoreLimits/maximumIdentifierLength`` bytes, text of at most
     /// ``StoreLimits/maximumJSONTextSize`` bytes nesting at most
-    /// ``StoreLimits/maximumNestingDepth`` containers, no NaN or Infinity.
+    /// ``StoreLimits/maximumNestingDepth`` containers, no NaN or Infinity, no `\u` escape of
+    /// half a surrogate pair.
     ///
     /// - Throws: ``StoreError`` of kind ``StoreError/Kind/parse``, ``StoreError/Kind/decode``
     ///   or ``StoreError/Kind/limit``, naming what and where.
