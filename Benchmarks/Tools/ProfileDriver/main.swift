@@ -233,36 +233,35 @@ case "plain-o1":
     let store = PlainStore(reducers: [add], state: Counter())
     store.addObserver { note in sink(note.version) }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
-case "c-json-payload", "c-batch", "jsonc-parse", "jsonc-parse-batch":
-    // The text path as the benchmarks time it (CInterface.swift), and its floor: json-c parsing
-    // and freeing the same text. "-batch": 10 such actions in one array (count: batches).
-    let action = #"{"identifier": "counter.add", "payload": {"amount": 1, "note": "a small payload"}}"#
-    let batch = workload.hasSuffix("batch")
-    let text = batch ? "[" + Array(repeating: action, count: 10).joined(separator: ",") + "]" : action
-    var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
-    var status = RDX_OK
-    let store = rdx_store_create(json_tokener_parse(#"{"count": 0}"#), &reducers, 1, &status)
-    text.withCString { text in
-        for _ in 0..<count {
-            if workload.hasPrefix("jsonc") {
-                json_object_put(json_tokener_parse(text))
-            } else {
-                _ = batch ? rdx_store_dispatch_batch_json(store, text) : rdx_store_dispatch_json(store, text)
-            }
-        }
-    }
-    rdx_store_release(store)
-case "c-null", "c-payload", "c-json":
+case "c-null", "c-payload", "c-json", "c-json-payload", "c-batch", "jsonc-parse", "jsonc-parse-batch":
     var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
     var status = RDX_OK
     let state = json_tokener_parse(#"{"count": 0}"#)
     let store = rdx_store_create(state, &reducers, 1, &status)
-    if workload == "c-json" {
+    let payloadText = #"{"amount": 1, "note": "a small payload"}"#
+    switch workload {
+    case "c-null", "c-payload":
+        let payload = workload == "c-payload" ? json_tokener_parse(payloadText) : nil
+        for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", payload) }
+    case "c-json":
         // The text path's plainest case: an action without a payload.
         for _ in 0..<count { _ = rdx_store_dispatch_json(store, #"{"identifier": "counter.add"}"#) }
-    } else {
-        let payload = workload == "c-payload" ? json_tokener_parse(#"{"amount": 1, "note": "a small payload"}"#) : nil
-        for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", payload) }
+    default:
+        // The text path as the benchmarks time it (CInterface.swift), and its floor: json-c
+        // parsing and freeing the same text. "-batch": 10 such actions in one array (count:
+        // batches).
+        let action = #"{"identifier": "counter.add", "payload": \#(payloadText)}"#
+        let batch = workload.hasSuffix("batch")
+        let text = batch ? "[" + Array(repeating: action, count: 10).joined(separator: ",") + "]" : action
+        text.withCString { text in
+            for _ in 0..<count {
+                if workload.hasPrefix("jsonc") {
+                    json_object_put(json_tokener_parse(text))
+                } else {
+                    _ = batch ? rdx_store_dispatch_batch_json(store, text) : rdx_store_dispatch_json(store, text)
+                }
+            }
+        }
     }
     rdx_store_release(store)
 case "swiftstore-null":

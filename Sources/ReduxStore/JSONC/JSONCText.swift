@@ -132,14 +132,13 @@ extension JSONC {
         guard let base = bytes.baseAddress else { return [] }
         var wideIntegers: [Int] = []
         let count = bytes.count
-        // Every byte OR-ed in (eight at a time in strings): the top bits say whether any byte is
-        // not ASCII.
-        var seen: UInt8 = 0
-        var seenWide: UInt64 = 0
+        // Every byte OR-ed in (eight at a time in strings): the top bit of any of its bytes says
+        // whether any byte is not ASCII.
+        var seen: UInt64 = 0
         var index = 0
         while index < count {
             let byte = base[index]
-            seen |= byte
+            seen |= UInt64(byte)
             if byte == UInt8(ascii: "\"") {
                 // A string, read to its closing quote in a loop of its own: most of a text's
                 // bytes. Eight at a time: the first byte that ends the run of plain ones (a
@@ -149,7 +148,7 @@ extension JSONC {
                 while true {
                     if index &+ 8 <= count {
                         let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-                        seenWide |= word
+                        seen |= word
                         let stops = stringRunStops(word)
                         if stops == 0 {
                             index &+= 8
@@ -160,7 +159,7 @@ extension JSONC {
                         while index < count {
                             let byte = base[index]
                             guard byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else { break }
-                            seen |= byte
+                            seen |= UInt64(byte)
                             index += 1
                         }
                         if index >= count { break }
@@ -184,7 +183,7 @@ extension JSONC {
             }
             index += 1
         }
-        let ascii = seen < 0x80 && seenWide & 0x8080_8080_8080_8080 == 0
+        let ascii = seen & 0x8080_8080_8080_8080 == 0
         // json-c's UTF-8 check lets overlong forms and surrogates through (`C0 93`, say), which a
         // Swift `String` would repair into U+FFFD: a key read from C and from Swift would differ.
         if !ascii, let offset = firstInvalidUTF8(bytes) {
