@@ -62,6 +62,21 @@ func stateLine(_ state: Tally) -> String {
     return "state " + String(decoding: data, as: UTF8.self)
 }
 
+/// Waits until `replica` has applied `total` versions: what the other processes of a test write.
+/// Bounded, so that a test whose other writer died fails in a minute with both processes' words
+/// rather than waiting for ever.
+func waitForStream<State>(_ replica: ReplicatedStore<State>, _ total: UInt64) async throws {
+    let deadline = ContinuousClock.now + .seconds(60)
+    var applied = try await replica.catchUp()
+    while applied < total {
+        guard ContinuousClock.now < deadline else {
+            throw ReplicationError(.closed, "the stream holds \(applied) actions after a minute, not \(total): another writer stopped?")
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        applied = try await replica.catchUp()
+    }
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else {
     FileHandle.standardError.write(Data("usage: see Tests/ReplicaCheck/main.swift\n".utf8))
@@ -94,9 +109,7 @@ case "write":
         try await group.waitForAll()
     }
     let total = arguments.count > 7 ? UInt64(arguments[7])! : UInt64(count)
-    while try await replica.catchUp() < total {
-        try await Task.sleep(for: .milliseconds(20))
-    }
+    try await waitForStream(replica, total)
     printLine(stateLine(replica.store.currentState()))
     await replica.close()
 case "follow":
@@ -120,11 +133,7 @@ case "sets":
     for index in 0..<count {
         _ = try await replica.dispatch(Add(by: index, tag: "\(name)-\(index)"))
     }
-    let deadline = ContinuousClock.now + .seconds(60)
-    while try await replica.catchUp() < total {
-        guard ContinuousClock.now < deadline else { throw ReplicationError(.closed, "the stream did not reach \(total)") }
-        try await Task.sleep(for: .milliseconds(20))
-    }
+    try await waitForStream(replica, total)
     if let failure = await replica.failure { throw failure }
     printLine("state " + (try JSONValue(canonicallyEncoding: replica.store.currentState()).description))
     await replica.close()
