@@ -219,6 +219,7 @@ func dispatchFromC(
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
             if enqueue { try handle.checkCanEnqueue() }
+            if !enqueue, payload == nil, let identifier, try handle.dispatchKept(identifier, source: source) { return }
             let identifier = try CInput.identifier(identifier)
             try CInput.tree(payload, "payload")
             try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue, source: source)

@@ -1,5 +1,6 @@
 internal import CJSONC
 import ReduxStore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,7 @@ import Glibc
 /// Kept past the call (enqueued, or dispatched from inside a reducer), it owns copies:
 /// ``Storage`` frees them when the last copy of the action is gone.
 struct CAction: Action, @unchecked Sendable {
-    // Three words at most: ``stored(in:)`` reads it from an existential's inline buffer.
+    // Three words at most: ``parts(of:)`` reads it from an existential's inline buffer.
     // @unchecked: the pointers are read only, by the one thread applying the action; an owned
     // payload is a private deep copy no other code references.
     let identifierPointer: UnsafePointer<CChar>
@@ -70,19 +71,30 @@ extension Action {
 }
 
 extension CAction {
-    /// The ``CAction`` `action` holds, if it holds one: found by the type its container names
-    /// and read from the container's inline buffer (``ActionContainer``), without the runtime's
-    /// dynamic cast or dynamic-type lookup (Benchmarks/README.md, "The live inspector on a C
-    /// store").
+    /// The identifier and payload of the C action `action` holds — a ``CAction`` or a
+    /// ``KeptCAction`` — or nil for any other action. Valid while `action` is.
+    ///
+    /// Found by the type its container names and read from the container's inline buffer
+    /// (``ActionContainer``), without the runtime's dynamic cast or dynamic-type lookup
+    /// (Benchmarks/README.md, "The live inspector on a C store").
     @inline(__always)
-    static func stored(in action: any Action) -> CAction? {
-        guard ActionContainer.typeIdentity(of: action) == ActionContainer.identity(of: CAction.self) else { return nil }
+    static func parts(of action: any Action) -> (identifier: UnsafePointer<CChar>, payload: OpaquePointer?)? {
         // Stored at the start of the container's inline buffer, which holds three words: the
         // condition is known when compiling, so it costs nothing unless it fails.
         precondition(MemoryLayout<CAction>.size <= 3 * MemoryLayout<Int>.size
                      && MemoryLayout<CAction>.alignment <= MemoryLayout<Int>.alignment,
                      "ReduxStore: a CAction no longer fits an existential's inline buffer")
-        return withUnsafeBytes(of: action as any Action) { $0.load(as: CAction.self) }
+        let type = ActionContainer.typeIdentity(of: action)
+        if type == ActionContainer.identity(of: CAction.self) {
+            return withUnsafeBytes(of: action as any Action) {
+                ($0.load(as: UnsafePointer<CChar>.self),
+                 $0.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: OpaquePointer?.self))
+            }
+        }
+        if type == ActionContainer.identity(of: KeptCAction.self) {
+            return withUnsafeBytes(of: action as any Action) { ($0.load(as: UnsafePointer<CChar>.self), nil) }
+        }
+        return nil
     }
 }
 
@@ -125,11 +137,16 @@ final class CActionKeeper {
         /// The caller's identifier last kept, and its kept copy.
         var lastAddress: UnsafePointer<CChar>?
         var lastKept: UnsafePointer<CChar>?
+        /// Where each identifier kept is published for the store's next dispatches
+        /// (``KeptIdentifiers``); the keeper's owner keeps it alive.
+        let published: Unmanaged<KeptIdentifiers>
     }
 
     private let state: UnsafeMutablePointer<State>
+    private let published: KeptIdentifiers
 
-    private init() {
+    private init(publishingIn published: KeptIdentifiers) {
+        self.published = published
         precondition(MemoryLayout<any Action>.size == 5 * MemoryLayout<UInt>.size,
                      "ReduxStore: an `any Action` is not five words here")
         let probe: any Action = KeptCAction(identifierPointer: StaticText.empty)
@@ -141,14 +158,15 @@ final class CActionKeeper {
                      "ReduxStore: a KeptCAction's container does not name its type where it is read")
         state = .allocate(capacity: 1)
         state.initialize(to: State(
-            cAction: ActionContainer.identity(of: CAction.self), keptType: keptType, lastAddress: nil, lastKept: nil))
+            cAction: ActionContainer.identity(of: CAction.self), keptType: keptType, lastAddress: nil, lastKept: nil,
+            published: .passUnretained(published)))
     }
 
     deinit { state.deallocate() }
 
-    /// A keeper for one store.
-    static func make() -> ActionKeeper {
-        let keeper = CActionKeeper()
+    /// A keeper for one store, publishing each identifier it keeps in `published`.
+    static func make(publishingIn published: KeptIdentifiers) -> ActionKeeper {
+        let keeper = CActionKeeper(publishingIn: published)
         return ActionKeeper(keep: keep, state: UnsafeMutableRawPointer(keeper.state), owner: keeper)
     }
 
@@ -158,7 +176,7 @@ final class CActionKeeper {
         // function is not inlined across modules).
         guard action.load(fromByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self) == state.pointee.cAction
         else { return false }
-        // The CAction's fields, read in place (``CAction/stored(in:)``'s layout) without
+        // The CAction's fields, read in place (``CAction/parts(of:)``'s layout) without
         // retaining its storage: the identifier, whether it has a payload, whether it owns them.
         let identifier = action.load(as: UnsafePointer<CChar>.self)
         let payload = action.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: UInt.self)
@@ -184,13 +202,62 @@ final class CActionKeeper {
         _ identifier: UnsafePointer<CChar>, _ state: UnsafeMutablePointer<State>
     ) -> UnsafePointer<CChar>? {
         if state.pointee.lastAddress == identifier, let kept = state.pointee.lastKept, strcmp(kept, identifier) == 0 {
+            state.pointee.published._withUnsafeGuaranteedRef { $0.publish(kept, for: identifier) }
             return kept
         }
+        return keptAnew(identifier, state)
+    }
+
+    /// ``keptIdentifier(_:_:)`` when the identifier is not the last one: found among (or added
+    /// to) the kept names.
+    @inline(never)
+    private static func keptAnew(
+        _ identifier: UnsafePointer<CChar>, _ state: UnsafeMutablePointer<State>
+    ) -> UnsafePointer<CChar>? {
         guard let kept = KeptNames.identifiers.intern(UnsafeRawBufferPointer(start: identifier, count: strlen(identifier)))
         else { return nil }
         let pointer = UnsafePointer(kept.baseAddress!.assumingMemoryBound(to: CChar.self))
         state.pointee.lastAddress = identifier
         state.pointee.lastKept = pointer
+        state.pointee.published._withUnsafeGuaranteedRef { $0.publish(pointer, for: identifier) }
         return pointer
+    }
+}
+
+/// The identifiers a C store's keeper (``CActionKeeper``) kept last, for the store's next
+/// dispatches: a dispatch without a payload whose identifier has the bytes of one of them is
+/// applied as a ``KeptCAction`` of the kept copy. Its identifier needs no check (the copy was
+/// checked when it was first dispatched), and nobody who keeps the action past the dispatch (the
+/// action log, the journal) copies anything: the action owns what it holds.
+///
+/// Filled only while something keeps the store's actions (the keeper runs only then), so a
+/// store nobody inspects or journals interns nothing. Eight slots, one chosen by the caller's
+/// address of the identifier (a literal has one address), each holding a kept copy; a dispatch
+/// compares the bytes, so a slot taken over by another identifier costs only the comparison.
+/// Read by any dispatching thread, written by the keeper under the store's lock: atomic words,
+/// the copies they point to never written again.
+final class KeptIdentifiers: Sendable {
+    private let slots: InlineArray<8, Atomic<UInt>> = InlineArray { _ in Atomic(0) }
+
+    init() {}
+
+    @inline(__always)
+    private static func slot(for identifier: UnsafePointer<CChar>) -> Int {
+        Int(truncatingIfNeeded: UInt(bitPattern: identifier) >> 3) & 7
+    }
+
+    /// The kept copy of `identifier` (C's, not checked yet: read only up to its NUL or its first
+    /// byte that differs), if its slot holds one with the same bytes.
+    @inline(__always)
+    func kept(_ identifier: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
+        let bits = slots[Self.slot(for: identifier)].load(ordering: .acquiring)
+        guard let kept = UnsafePointer<CChar>(bitPattern: bits), strcmp(kept, identifier) == 0 else { return nil }
+        return kept
+    }
+
+    /// Publishes `kept`, the kept copy of `identifier` (which has been checked).
+    @inline(__always)
+    func publish(_ kept: UnsafePointer<CChar>, for identifier: UnsafePointer<CChar>) {
+        slots[Self.slot(for: identifier)].store(UInt(bitPattern: kept), ordering: .releasing)
     }
 }

@@ -94,6 +94,7 @@ extension Action {
     /// pointers; a Swift action's identifier, with a `JSONAction`'s payload encoded to a tree.
     func withCParts<T>(_ body: (UnsafePointer<CChar>, OpaquePointer?) -> T) -> T {
         if let action = asCAction { return body(action.identifierPointer, action.payload) }
+        if let action = self as? KeptCAction { return body(action.identifierPointer, nil) }
         let payload = (self as? JSONAction)?.payload.flatMap { try? JSONCEncoder().encode($0) }
         defer { json_object_put(payload) }
         return identifier.withCString { body($0, payload) }

@@ -146,9 +146,9 @@ final class CReducers: @unchecked Sendable {
     }
 
     func apply(_ action: any Action) {
-        if let action = CAction.stored(in: action) {
-            for reducer in reducers(for: action.identifierPointer) {
-                reducer.reduce!(root, action.identifierPointer, action.payload, reducer.context)
+        if let (identifier, payload) = CAction.parts(of: action) {
+            for reducer in reducers(for: identifier) {
+                reducer.reduce!(root, identifier, payload, reducer.context)
             }
             return
         }

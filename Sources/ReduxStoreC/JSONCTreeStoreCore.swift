@@ -6,9 +6,13 @@ import ReduxStore
 /// Swift reducer calls the C reducers.
 final class JSONCTreeStoreCore: CStoreCore {
     let store: Store<JSONCTree>
+    /// The identifiers the store's keeper kept last: a dispatch of one of them without a payload
+    /// is applied as a ``KeptCAction`` (``dispatch(kept:source:)``).
+    let keptIdentifiers: KeptIdentifiers?
 
-    private init(store: Store<JSONCTree>) {
+    private init(store: Store<JSONCTree>, keptIdentifiers: KeptIdentifiers) {
         self.store = store
+        self.keptIdentifiers = keptIdentifiers
     }
 
     /// A new handle on a new store of `state`.
@@ -21,17 +25,19 @@ final class JSONCTreeStoreCore: CStoreCore {
         // reducer holds the Swift state `inout`, and reads from inside a reducer are sound.
         let reducers = try CReducers(reducers, root: state.object)
         let owner = HandleReference()
+        let keptIdentifiers = KeptIdentifiers()
         let store = Store(
             erasedReducer: { _, action in reducers.apply(action) },
             adopting: state, version: version, readableInsideReducer: true,
             middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)),
             // A C action borrows the caller's identifier and payload: the journal and the
             // action log keep a copy.
-            keeper: CActionKeeper.make())
+            keeper: CActionKeeper.make(publishingIn: keptIdentifiers))
         if forwarding != nil {
             store.localChangesRefusal = "this store's order is decided by another library (a replicated store): its versions come from there"
         }
-        let handle = CStoreHandle(core: JSONCTreeStoreCore(store: store), forwarding: forwarding)
+        let handle = CStoreHandle(
+            core: JSONCTreeStoreCore(store: store, keptIdentifiers: keptIdentifiers), forwarding: forwarding)
         // Only with middleware: a weak reference gives the handle a side table, after which
         // every retain and release of it takes the slow path (Benchmarks/README.md has the
         // figures).
@@ -64,5 +70,13 @@ final class JSONCTreeStoreCore: CStoreCore {
             try store.checkMiddlewareDepth()
             store.dispatchAction(CAction(borrowing: identifier, payload: payload), source: source)
         }
+    }
+
+    /// Applies now an action without a payload whose identifier is `identifier`, a kept copy
+    /// (``KeptIdentifiers``). The action owns what it holds: from inside a reducer it is queued
+    /// as it is, with no copy.
+    func dispatch(kept identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) {
+        if !store.isInsideReducer { try store.checkMiddlewareDepth() }
+        store.dispatchAction(KeptCAction(identifierPointer: identifier), source: source)
     }
 }

@@ -507,6 +507,116 @@ static void test_action_log_every_way(void)
     rdx_store_release(nesting_store);
 }
 
+/* Counts each identifier it is called with into the state ("seen": {identifier: n}); for "again"
+ * dispatches "inner" from a buffer it then overwrites. */
+static rdx_store *kept_store;
+static void kept_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    json_object *seen = json_object_object_get(state, "seen");
+    char buffer[16];
+    (void)payload;
+    (void)context;
+    util_set_int(seen, identifier, (util_int(seen, identifier) < 0 ? 0 : util_int(seen, identifier)) + 1);
+    if (strcmp(identifier, "again") != 0) return;
+    strcpy(buffer, "inner");
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_OK);
+    memset(buffer, 'z', sizeof buffer - 1);
+}
+
+static void *kept_dispatcher(void *argument)
+{
+    char buffer[8];
+    long thread = (long)argument;
+    int i;
+    for (i = 0; i < 2000; i++) {
+        /* One buffer, two identifiers in turn: the same address with other bytes. */
+        snprintf(buffer, sizeof buffer, "t%ld%c", thread, i % 2 ? 'b' : 'a');
+        if (rdx_store_dispatch_action(kept_store, buffer, NULL) != RDX_OK) return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_kept_identifiers(void)
+{
+    static const char *expected[] = {"inc", "inc", "inc", "add", "inner", "again", "inner", "inner", "add"};
+    rdx_reducer reducer = {kept_reduce, NULL, NULL};
+    json_object *initial = json_tokener_parse("{\"seen\":{}}"), *state, *seen;
+    char buffer[1200];
+    pthread_t threads[4];
+    void *failed;
+    uint64_t claim;
+    size_t count = 0;
+    heard h;
+    long t;
+    int i;
+    TEST("a store whose actions are kept: an identifier kept before is recognised by its bytes, never by its address");
+    heard_init(&h);
+    kept_store = rdx_store_create(initial, &reducer, 1, NULL);
+    json_object_put(initial);
+    claim = rdx_store_open_action_log(kept_store, 100, false);
+    CHECK(claim != 0);
+
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, "inc", NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, "inc", NULL), RDX_OK);
+    /* The address of a kept identifier, other bytes: those bytes are the action's. */
+    strcpy(buffer, "inc");
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_OK);
+    strcpy(buffer, "add");
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_OK);
+    /* Nested: what a reducer dispatches from a buffer it overwrites ("inner", kept before) is
+     * queued as it was. */
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, "inner", NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, "again", NULL), RDX_OK);
+    CHECK_EQ_INT(rdx_store_version(kept_store), 8);
+    /* Bad identifiers where a kept one was: refused, nothing changed. */
+    strcpy(buffer, "add");
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_OK);
+    strcpy(buffer, "ad\xff");
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_EDECODE);
+    memset(buffer, 'a', sizeof buffer - 1);
+    buffer[sizeof buffer - 1] = '\0';
+    memcpy(buffer, "add", 3);
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_ELIMIT);
+    buffer[3] = '\0';
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, NULL, NULL), RDX_EINVAL);
+    CHECK_EQ_INT(rdx_store_version(kept_store), 9);
+
+    CHECK_STATUS(rdx_store_read_action_log(kept_store, 0, 100, record_change, &h, &count, NULL, NULL), RDX_OK);
+    CHECK_EQ_INT(count, 9);
+    for (i = 0; i < h.count && i < 9; i++) {
+        CHECK(strcmp(h.identifiers[i], expected[i]) == 0);
+        CHECK(strcmp(h.payloads[i], "(null)") == 0);
+    }
+
+    /* Threads: each its own buffer, two identifiers in turn at the same address. */
+    for (t = 0; t < 4; t++) pthread_create(&threads[t], NULL, kept_dispatcher, (void *)t);
+    for (t = 0; t < 4; t++) {
+        pthread_join(threads[t], &failed);
+        CHECK(failed == NULL);
+    }
+    state = rdx_store_current_state(kept_store);
+    seen = json_object_object_get(state, "seen");
+    CHECK_EQ_INT(util_int(seen, "inc"), 3);
+    CHECK_EQ_INT(util_int(seen, "add"), 2);
+    CHECK_EQ_INT(util_int(seen, "inner"), 3);
+    for (t = 0; t < 4; t++) {
+        char name[8];
+        snprintf(name, sizeof name, "t%lda", t);
+        CHECK_EQ_INT(util_int(seen, name), 1000);
+        snprintf(name, sizeof name, "t%ldb", t);
+        CHECK_EQ_INT(util_int(seen, name), 1000);
+    }
+    json_object_put(state);
+    CHECK_EQ_INT(rdx_store_version(kept_store), 8009);
+    CHECK_STATUS(rdx_store_close_action_log(kept_store, claim), RDX_OK);
+    /* With nothing kept any more, the identifiers kept before still work. */
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, "inc", NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(kept_store, "ad\xff", NULL), RDX_EDECODE);
+    CHECK_EQ_INT(rdx_store_version(kept_store), 8010);
+    rdx_store_release(kept_store);
+}
+
 int main(void)
 {
     check_watchdog(CHECK_TEST_SECONDS);
@@ -520,5 +630,6 @@ int main(void)
     test_release_removes();
     test_action_log();
     test_action_log_every_way();
+    test_kept_identifiers();
     return check_report();
 }

@@ -281,14 +281,17 @@ struct ActionLog {
             }
         }
         // `as any Action`: the container's bytes, not those of the value inside (a generic
-        // parameter opens an existential argument). Written by the keeper, copied as bytes (of
-        // the trivial type, nothing more to learn), or not yet.
+        // parameter opens an existential argument). Copied as bytes (of the trivial type, which
+        // owns what it holds: nothing to keep, nothing more to learn), written by the keeper,
+        // or not yet.
         let written = withUnsafeBytes(of: action as any Action) { bytes -> Written in
             let container = bytes.baseAddress!
+            if ActionContainer.typeIdentity(at: container) == trivialType {
+                UnsafeMutableRawPointer(actions + slot).copyMemory(from: container, byteCount: bytes.count)
+                return .asTrivialBytes
+            }
             if let keeper, keeper.keep(container, UnsafeMutableRawPointer(actions + slot), keeper.state) { return .byKeeper }
-            guard ActionContainer.typeIdentity(at: container) == trivialType else { return .no }
-            UnsafeMutableRawPointer(actions + slot).copyMemory(from: container, byteCount: bytes.count)
-            return .asTrivialBytes
+            return .no
         }
         if written != .asTrivialBytes {
             if written == .no {
