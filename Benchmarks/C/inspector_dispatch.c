@@ -17,7 +17,11 @@
  *   cc -O2 -Iinclude $(pkg-config --cflags json-c) Benchmarks/C/inspector_dispatch.c \
  *      -o /tmp/inspector_dispatch -L"$bin" -lreduxstore-inspector -lreduxstore \
  *      -Wl,-rpath,"$bin" $(pkg-config --libs json-c) -lpthread
- *   /tmp/inspector_dispatch [ROUNDS] [BURST]     (defaults: 60 rounds, bursts of 2,000)
+ *   /tmp/inspector_dispatch [ROUNDS] [BURST] [JSON]   (defaults: 60 rounds, bursts of 2,000)
+ *
+ * With JSON, the medians are also written to that file, for BenchmarkReport (scripts/bench runs
+ * it so, and puts the goals' rows beside the Swift figures):
+ *   {"counter":{"idle":1.01,"page":0.97,"pages8":1.02,"ns":85.2},"members2000":{...}}
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -304,7 +308,8 @@ static double median(double *values, int count)
     return count % 2 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2;
 }
 
-static void measure(const char *state, int members, int rounds, int burst)
+/* Measures one state; writes its medians as a JSON member `key` to `json` if not NULL. */
+static void measure(const char *state, const char *key, int members, int rounds, int burst, FILE *json)
 {
     enum { KINDS = 4 };
     subject subjects[KINDS] = {
@@ -328,15 +333,19 @@ static void measure(const char *state, int members, int rounds, int burst)
     }
     printf("%s (%d rounds of %d dispatches; no inspector: %.0f ns a dispatch)\n", state, rounds, burst,
            (double)off_ns / rounds / burst);
+    if (json != NULL) fprintf(json, "\"%s\":{\"ns\":%.1f", key, (double)off_ns / rounds / burst);
     for (k = 0; k < KINDS; k++) {
+        static const char *const names[KINDS] = {"off", "idle", "page", "pages8"};
         double spread_low, spread_high, figure;
         figure = median(subjects[k].ratios, rounds);
+        if (json != NULL && k > 0) fprintf(json, ",\"%s\":%.4f", names[k], figure);
         spread_low = subjects[k].ratios[rounds / 10];
         spread_high = subjects[k].ratios[rounds - 1 - rounds / 10];
         printf("  %-20s %.3fx  (10th-90th percentile %.3f-%.3f)", subjects[k].name, figure, spread_low, spread_high);
         if (goals[k] > 0) printf("  goal <= %.1fx: %s", goals[k], figure <= goals[k] ? "met" : "NOT MET");
         printf("\n");
     }
+    if (json != NULL) fprintf(json, "}");
     for (k = 0; k < KINDS; k++) subject_stop(&subjects[k]);
 }
 
@@ -344,8 +353,16 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 60;
     int burst = argc > 2 ? atoi(argv[2]) : 2000;
-    if (rounds < 1 || burst < 1) die("usage: inspector_dispatch [ROUNDS] [BURST]");
-    measure("a counter", 0, rounds, burst);
-    measure("an object of 2,000 members", MEMBERS, rounds, burst);
+    FILE *json = NULL;
+    if (rounds < 1 || burst < 1) die("usage: inspector_dispatch [ROUNDS] [BURST] [JSON]");
+    if (argc > 3 && (json = fopen(argv[3], "w")) == NULL) die("cannot write the JSON file");
+    if (json != NULL) fprintf(json, "{");
+    measure("a counter", "counter", 0, rounds, burst, json);
+    if (json != NULL) fprintf(json, ",");
+    measure("an object of 2,000 members", "members2000", MEMBERS, rounds, burst, json);
+    if (json != NULL) {
+        fprintf(json, "}\n");
+        if (fclose(json) != 0) die("cannot write the JSON file");
+    }
     return 0;
 }

@@ -136,12 +136,23 @@ struct Report: Codable {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    FileHandle.standardError.write("usage: BenchmarkReport <results.json> <output folder> [run seconds]\n".data(using: .utf8)!)
+    FileHandle.standardError.write("usage: BenchmarkReport <results.json> <output folder> [run seconds] [C inspector JSON]\n".data(using: .utf8)!)
     exit(2)
 }
 let run = try JSONDecoder().decode(SavedRun.self, from: Data(contentsOf: URL(fileURLWithPath: arguments[1])))
 let output = URL(fileURLWithPath: arguments[2], isDirectory: true)
 let runSeconds = arguments.count > 3 ? Double(arguments[3]) : nil
+/// What Benchmarks/C/inspector_dispatch.c measured in the same run (scripts/bench runs it after
+/// the benchmarks): for each state, the medians of the rounds' ratios to the store without an
+/// inspector.
+struct CInspectorRun: Decodable {
+    struct State: Decodable { var idle: Double; var page: Double; var pages8: Double }
+    var counter: State
+    var members2000: State
+}
+let cInspector = try arguments.count > 4
+    ? JSONDecoder().decode(CInspectorRun.self, from: Data(contentsOf: URL(fileURLWithPath: arguments[4])))
+    : nil
 try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
 
 func metric(_ results: [SavedResult], _ name: String) -> SavedResult? {
@@ -302,6 +313,17 @@ if let paired = figures["inspection.inspector.paired.counter"] {
         let value = perMille / 1_000
         goals.append(Goal(goal: "inspection", measure: "the same with keptActions 0 (nothing recorded until a page connects; paired samples)",
                           value: value, target: "—", met: true))
+    }
+}
+// The live inspector on a C store (Benchmarks/C/inspector_dispatch.c, run by scripts/bench):
+// NULL-payload dispatches, the stores' bursts side by side in each round, the pages catching up
+// after each burst, not timed.
+if let cInspector {
+    for (name, state) in [("C counter", cInspector.counter), ("C, 2,000 members", cInspector.members2000)] {
+        goals.append(Goal(goal: "inspection", measure: "\(name): dispatch, one page ÷ no inspector (paired bursts)",
+                          value: state.page, target: "≤ 1.10×", met: state.page <= 1.1))
+        goals.append(Goal(goal: "inspection", measure: "\(name): 8 pages ÷ no inspector",
+                          value: state.pages8, target: "≤ 1.20×", met: state.pages8 <= 1.2))
     }
 }
 ratio("inspection", "diff of two 100,000-todo states with one change ÷ a snapshot of that state",
