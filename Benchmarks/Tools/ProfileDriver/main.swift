@@ -2,7 +2,7 @@
 // `valgrind --tool=callgrind` (perf has no hardware counters on swift-packages-b,
 // the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|c-json|c-json-payload|c-batch
-//                 |jsonc-parse|jsonc-parse-batch|swiftstore-null|snapshot10
+//                 |jsonc-parse|jsonc-parse-batch|swiftstore-null|swiftstore-registered|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
 //                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos [count]
 // (inspector-idle: a counter store with a live inspector, no page connected)
@@ -267,6 +267,19 @@ case "c-null", "c-payload", "c-json", "c-json-payload", "c-batch", "jsonc-parse"
 case "swiftstore-null":
     let store = Store(reducers: [add], state: Counter())
     let handle = store.makeCStore()
+    for _ in 0..<count { _ = rdx_store_dispatch_action(handle, "counter.add", nil) }
+    rdx_store_release(handle)
+case "swiftstore-registered":
+    // A Swift store handed to C, its identifier registered: a payload-less type decoded from
+    // the NULL payload, which the reducer casts to as `add` casts to Increment.
+    struct Tick: Action, Codable { var identifier: String { "counter.add" } }
+    let tick: Reducer<Counter> = { state, action in
+        if action is Tick { state.count &+= 1 }
+    }
+    var types = ActionTypes()
+    types.register(Tick.self, for: "counter.add")
+    let store = Store(reducers: [tick], state: Counter())
+    let handle = store.makeCStore(actions: types)
     for _ in 0..<count { _ = rdx_store_dispatch_action(handle, "counter.add", nil) }
     rdx_store_release(handle)
 case "actionlog-o0":
