@@ -61,15 +61,6 @@ struct CAction: Action, @unchecked Sendable {
     }
 }
 
-extension Action {
-    /// This action as a ``CAction`` if it is one. A plain cast: the `unsafeBitCast` after a type
-    /// comparison it replaced bought nothing measurable (Benchmarks/README.md, "Ablations").
-    @inline(__always)
-    var asCAction: CAction? {
-        self as? CAction
-    }
-}
-
 extension CAction {
     /// The identifier and payload of the C action `action` holds — a ``CAction`` or a
     /// ``KeptCAction`` — or nil for any other action. Valid while `action` is.

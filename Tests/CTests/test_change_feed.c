@@ -513,10 +513,11 @@ static rdx_store *kept_store;
 static void kept_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
 {
     json_object *seen = json_object_object_get(state, "seen");
+    int64_t count = util_int(seen, identifier); /* -1: not seen yet */
     char buffer[16];
     (void)payload;
     (void)context;
-    util_set_int(seen, identifier, (util_int(seen, identifier) < 0 ? 0 : util_int(seen, identifier)) + 1);
+    util_set_int(seen, identifier, count < 0 ? 1 : count + 1);
     if (strcmp(identifier, "again") != 0) return;
     strcpy(buffer, "inner");
     CHECK_STATUS(rdx_store_dispatch_action(kept_store, buffer, NULL), RDX_OK);

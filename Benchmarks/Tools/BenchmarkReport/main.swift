@@ -146,7 +146,7 @@ let runSeconds = arguments.count > 3 ? Double(arguments[3]) : nil
 /// the benchmarks): for each state, the medians of the rounds' ratios to the store without an
 /// inspector.
 struct CInspectorRun: Decodable {
-    struct State: Decodable { var idle: Double; var page: Double; var pages8: Double }
+    struct State: Decodable { var page: Double; var pages8: Double }
     var counter: State
     var members2000: State
 }
