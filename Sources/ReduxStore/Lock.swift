@@ -1,28 +1,30 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
 
-/// The store's one lock type: a value, a pthread mutex and a condition variable in one
-/// allocation. The way to the value is ``withLock(_:)``. Taking and releasing the lock by hand,
-/// touching the value through its address and waiting on the condition sit behind ``unsafe``
-/// (``UnsafeView``), for the few places that cannot be one closure: the store's dispatch path
-/// (which unlocks before it delivers) and the waits in a loop on a condition. Waking waiters is
-/// ``broadcast()``, from inside ``withLock(_:)``.
+/// The store's one lock type: a value and its lock in one allocation. The way to the value is
+/// ``withLock(_:)``. Taking and releasing the lock by hand, touching the value through its
+/// address and waiting on the condition sit behind ``unsafe`` (``UnsafeView``), for the few
+/// places that cannot be one closure: the store's dispatch path (which unlocks before it
+/// delivers) and the waits in a loop on a condition. Waking waiters is ``broadcast()``, from
+/// inside ``withLock(_:)``.
 ///
 /// `Sendable` where the value is (as swift-nio's `NIOLockedValueBox`): the lock makes sharing
 /// the value between threads sound, not sharing a value that is itself bound to one thread.
 /// A value that is not `Sendable` but is only touched under this lock is wrapped by its user in
 /// a type that says why it may be shared (``StoreCore``).
 ///
-/// A pthread mutex rather than `Synchronization.Mutex`: on Linux that one is a bare futex that
-/// ThreadSanitizer cannot follow (it reports every access inside it as a race, which would bury
-/// a real one). Every pthread call's result is checked; debug builds use an error-checking mutex,
-/// so locking twice on one thread traps at once instead of hanging; release builds glibc's
-/// adaptive mutex, which spins a little before it sleeps: faster than the default mutex with more
-/// threads dispatching than there are cores, the same on one thread (Benchmarks/README.md, "The
-/// lock under contention").
+/// The lock is a word taken and released by one atomic instruction each, inlined into the
+/// caller, with a pthread mutex and conditions for the slow paths (``LockPrimitives``): every
+/// dispatch takes it once, and a call into glibc's mutex each way cost more than the rest of the
+/// lock. Not `Synchronization.Mutex`: on Linux its futex is one ThreadSanitizer cannot follow (it
+/// reports every access inside it as a race, which would bury a real one), where it follows
+/// this word's acquiring and releasing atomics. Debug builds trap when the holder locks again
+/// (which would hang) or another thread releases it. Every pthread call's result is checked.
 package struct Locked<Value> {
     private let storage: LockStorage<Value>
 
@@ -94,35 +96,46 @@ package struct Locked<Value> {
     }
 }
 
-// @unchecked: the storage is a class the compiler cannot see is only reached under its mutex;
+// @unchecked: the storage is a class the compiler cannot see is only reached under its lock;
 // the condition on `Value` is the checked part.
 extension Locked: @unchecked Sendable where Value: Sendable {}
 
-/// The pthread pair of a ``Locked`` value.
-struct LockPrimitives {
+/// What a ``Locked`` value is locked with: a word taken and released by one atomic instruction
+/// each (the calls inlined into the caller), and, for the slow paths only, a pthread mutex with
+/// two conditions: one where threads wait for the word while another holds it, one for
+/// ``Locked/UnsafeView/wait()``.
+///
+/// The word is the three-state lock of Drepper's "Futexes Are Tricky" (0 free, 1 held, 2 held
+/// and perhaps wanted by a waiting thread), with the pthread pair in the futex's place: a thread
+/// that finds the word held takes the mutex, marks the word 2 and waits on `waiters` until its
+/// exchange finds the word free; releasing a word that was 2 takes the mutex and wakes one
+/// waiter. A waiter marks the word under the mutex and waits atomically with releasing it, and
+/// the releaser signals under the mutex, so no wake-up is lost. The word's atomics are
+/// `acquiring` and `releasing`, which ThreadSanitizer follows.
+struct LockPrimitives: ~Copyable {
+    /// 0: free; 1: held; 2: held, and a thread may be waiting for it.
+    let word = Atomic<UInt32>(0)
+    #if DEBUG
+    /// The holding thread's ``currentThreadID()``, 0 when free: debug builds trap on a second
+    /// lock by the holder (which would otherwise hang) and on a release by another thread.
+    let owner = Atomic<UInt>(0)
+    #endif
     var mutex = pthread_mutex_t()
+    /// Where threads wait for the word.
+    var waiters = pthread_cond_t()
+    /// ``Locked/UnsafeView/wait()``'s condition.
     var condition = pthread_cond_t()
 }
 
-/// The value (header) and its mutex and condition (one element) in one allocation.
+/// The value (header) and its lock (one element) in one allocation.
 final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
     static func make(_ value: Value) -> LockStorage<Value> {
         let buffer = create(minimumCapacity: 1) { _ in value }
         let storage = unsafeDowncast(buffer, to: LockStorage<Value>.self)
         storage.withUnsafeMutablePointerToElements { primitives in
             primitives.initialize(to: LockPrimitives())
-            var attributes = pthread_mutexattr_t()
-            check(pthread_mutexattr_init(&attributes), "pthread_mutexattr_init")
-            #if DEBUG
-            check(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK)),
-                  "pthread_mutexattr_settype")
-            #else
-            // Spins briefly while the holder runs on another core, instead of sleeping at once.
-            check(pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP)),
-                  "pthread_mutexattr_settype")
-            #endif
-            check(pthread_mutex_init(&primitives.pointee.mutex, &attributes), "pthread_mutex_init")
-            check(pthread_mutexattr_destroy(&attributes), "pthread_mutexattr_destroy")
+            check(pthread_mutex_init(&primitives.pointee.mutex, nil), "pthread_mutex_init")
+            check(pthread_cond_init(&primitives.pointee.waiters, nil), "pthread_cond_init")
             check(pthread_cond_init(&primitives.pointee.condition, nil), "pthread_cond_init")
         }
         return storage
@@ -132,6 +145,7 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
         // The header (the value) is destroyed by ManagedBuffer itself; the element is ours.
         withUnsafeMutablePointerToElements { primitives in
             check(pthread_cond_destroy(&primitives.pointee.condition), "pthread_cond_destroy")
+            check(pthread_cond_destroy(&primitives.pointee.waiters), "pthread_cond_destroy")
             check(pthread_mutex_destroy(&primitives.pointee.mutex), "pthread_mutex_destroy")
             primitives.deinitialize(count: 1)
         }
@@ -139,22 +153,63 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
 
     @inline(__always)
     func lock() {
-        withUnsafeMutablePointerToElements {
-            check(pthread_mutex_lock(&$0.pointee.mutex), "pthread_mutex_lock")
+        withUnsafeMutablePointerToElements { primitives in
+            #if DEBUG
+            precondition(primitives.pointee.owner.load(ordering: .relaxed) != currentThreadID(),
+                         "ReduxStore: a lock taken again by the thread holding it")
+            #endif
+            if !primitives.pointee.word.compareExchange(expected: 0, desired: 1, ordering: .acquiring).exchanged {
+                lockContended(primitives)
+            }
+            #if DEBUG
+            primitives.pointee.owner.store(currentThreadID(), ordering: .relaxed)
+            #endif
         }
+    }
+
+    /// ``lock()`` when the word was held: waits until this thread's exchange finds it free.
+    /// (No spin first: spinning up to 1,000 reads before waiting made no difference measured
+    /// with 4 threads on 2 cores; Benchmarks/README.md, "The lock under contention".)
+    @inline(never)
+    private func lockContended(_ primitives: UnsafeMutablePointer<LockPrimitives>) {
+        check(pthread_mutex_lock(&primitives.pointee.mutex), "pthread_mutex_lock")
+        while primitives.pointee.word.exchange(2, ordering: .acquiring) != 0 {
+            check(pthread_cond_wait(&primitives.pointee.waiters, &primitives.pointee.mutex), "pthread_cond_wait")
+        }
+        check(pthread_mutex_unlock(&primitives.pointee.mutex), "pthread_mutex_unlock")
     }
 
     @inline(__always)
     func unlock() {
-        withUnsafeMutablePointerToElements {
-            check(pthread_mutex_unlock(&$0.pointee.mutex), "pthread_mutex_unlock")
+        withUnsafeMutablePointerToElements { primitives in
+            #if DEBUG
+            precondition(primitives.pointee.owner.load(ordering: .relaxed) == currentThreadID(),
+                         "ReduxStore: a lock released by a thread not holding it")
+            primitives.pointee.owner.store(0, ordering: .relaxed)
+            #endif
+            if primitives.pointee.word.exchange(0, ordering: .releasing) == 2 { wakeWaiter(primitives) }
         }
     }
 
+    /// ``unlock()`` when a thread may be waiting for the word: wakes one.
+    @inline(never)
+    private func wakeWaiter(_ primitives: UnsafeMutablePointer<LockPrimitives>) {
+        check(pthread_mutex_lock(&primitives.pointee.mutex), "pthread_mutex_lock")
+        check(pthread_cond_signal(&primitives.pointee.waiters), "pthread_cond_signal")
+        check(pthread_mutex_unlock(&primitives.pointee.mutex), "pthread_mutex_unlock")
+    }
+
+    /// Releases the lock and waits on the condition, then takes the lock again. The mutex is
+    /// taken before the word is released, so a ``broadcast()`` (made holding the word, then the
+    /// mutex) after this thread released the word finds it waiting.
     func wait() {
-        withUnsafeMutablePointerToElements {
-            check(pthread_cond_wait(&$0.pointee.condition, &$0.pointee.mutex), "pthread_cond_wait")
+        withUnsafeMutablePointerToElements { primitives in
+            check(pthread_mutex_lock(&primitives.pointee.mutex), "pthread_mutex_lock")
+            releaseHoldingMutex(primitives)
+            check(pthread_cond_wait(&primitives.pointee.condition, &primitives.pointee.mutex), "pthread_cond_wait")
+            check(pthread_mutex_unlock(&primitives.pointee.mutex), "pthread_mutex_unlock")
         }
+        lock()
     }
 
     func wait(milliseconds: Int) {
@@ -163,15 +218,35 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
         let nanoseconds = Int(deadline.tv_nsec) + milliseconds * 1_000_000
         deadline.tv_sec += nanoseconds / 1_000_000_000
         deadline.tv_nsec = nanoseconds % 1_000_000_000
-        withUnsafeMutablePointerToElements {
-            let result = pthread_cond_timedwait(&$0.pointee.condition, &$0.pointee.mutex, &deadline)
+        withUnsafeMutablePointerToElements { primitives in
+            check(pthread_mutex_lock(&primitives.pointee.mutex), "pthread_mutex_lock")
+            releaseHoldingMutex(primitives)
+            let result = pthread_cond_timedwait(
+                &primitives.pointee.condition, &primitives.pointee.mutex, &deadline)
             if result != ETIMEDOUT { check(result, "pthread_cond_timedwait") }
+            check(pthread_mutex_unlock(&primitives.pointee.mutex), "pthread_mutex_unlock")
+        }
+        lock()
+    }
+
+    /// ``unlock()`` by a thread holding the mutex: wakes a waiter for the word itself.
+    private func releaseHoldingMutex(_ primitives: UnsafeMutablePointer<LockPrimitives>) {
+        #if DEBUG
+        precondition(primitives.pointee.owner.load(ordering: .relaxed) == currentThreadID(),
+                     "ReduxStore: a wait by a thread not holding the lock")
+        primitives.pointee.owner.store(0, ordering: .relaxed)
+        #endif
+        if primitives.pointee.word.exchange(0, ordering: .releasing) == 2 {
+            check(pthread_cond_signal(&primitives.pointee.waiters), "pthread_cond_signal")
         }
     }
 
+    /// Wakes the threads in ``wait()``; the caller holds the lock.
     func broadcast() {
-        withUnsafeMutablePointerToElements {
-            check(pthread_cond_broadcast(&$0.pointee.condition), "pthread_cond_broadcast")
+        withUnsafeMutablePointerToElements { primitives in
+            check(pthread_mutex_lock(&primitives.pointee.mutex), "pthread_mutex_lock")
+            check(pthread_cond_broadcast(&primitives.pointee.condition), "pthread_cond_broadcast")
+            check(pthread_mutex_unlock(&primitives.pointee.mutex), "pthread_mutex_unlock")
         }
     }
 }

@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import ReduxStore
+
+// The store's one lock type (`Locked`): one thread at a time inside, under contention too (more
+// threads than cores, so that the waits past the spin are taken); no wake-up lost between a
+// release and a thread about to wait; the condition's wait releases the lock and takes it again.
+
+@Suite("The store's lock", .timeLimit(.minutes(2)))
+struct LockTests {
+    /// Runs `body(thread)` on `count` threads at once and waits for them all.
+    private func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let group = DispatchGroup()
+        for index in 0..<count {
+            group.enter()
+            Thread {
+                body(index)
+                group.leave()
+            }.start()
+        }
+        group.wait()
+    }
+
+    @Test("eight threads incrementing under the lock: every increment counted, never two inside")
+    func mutualExclusion() {
+        struct Guarded { var count = 0; var inside = 0; var overlaps = 0 }
+        let lock = Locked(Guarded())
+        let perThread = 20_000
+        onThreads(8) { _ in
+            for _ in 0..<perThread {
+                lock.withLock { value in
+                    value.inside += 1
+                    if value.inside != 1 { value.overlaps += 1 }
+                    value.count += 1
+                    value.inside -= 1
+                }
+            }
+        }
+        let result = lock.withLock { $0 }
+        #expect(result.count == 8 * perThread)
+        #expect(result.overlaps == 0)
+    }
+
+    @Test("threads that wait while the holder sleeps are each woken and take the lock in turn")
+    func waitersAreWoken() {
+        let lock = Locked([Int]())
+        // Thread 0 holds the lock long enough for the others to spin out and wait.
+        let holding = DispatchSemaphore(value: 0)
+        onThreads(5) { index in
+            if index == 0 {
+                lock.withLock { taken in
+                    holding.signal()
+                    usleep(50_000)
+                    taken.append(index)
+                }
+            } else {
+                holding.wait()
+                holding.signal()
+                lock.withLock { $0.append(index) }
+            }
+        }
+        let taken = lock.withLock { $0 }
+        #expect(taken.first == 0)
+        #expect(taken.sorted() == [0, 1, 2, 3, 4])
+    }
+
+    @Test("a value handed back and forth 2,000 times through wait and broadcast: no wake-up lost")
+    func pingPong() {
+        let turn = Locked(0)
+        let rounds = 2_000
+        onThreads(2) { player in
+            for round in 0..<rounds {
+                let mine = 2 * round + player
+                let view = turn.unsafe
+                view.lock()
+                while view.valuePointer.pointee != mine { view.wait() }
+                view.valuePointer.pointee += 1
+                view.unlock()
+                turn.withLock { _ in turn.broadcast() }
+            }
+        }
+        #expect(turn.withLock { $0 } == 2 * rounds)
+    }
+
+    @Test("a timed wait with nobody to wake it returns holding the lock, after about its time")
+    func timedWait() {
+        let lock = Locked(false)
+        let start = DispatchTime.now().uptimeNanoseconds
+        let view = lock.unsafe
+        view.lock()
+        view.wait(milliseconds: 30)
+        view.valuePointer.pointee = true
+        view.unlock()
+        let elapsed = DispatchTime.now().uptimeNanoseconds - start
+        #expect(elapsed >= 25_000_000)
+        // Held again on return: another thread sees the write made after the wait.
+        let seen = Locked(false)
+        onThreads(1) { _ in
+            let value = lock.withLock { $0 }
+            seen.withLock { $0 = value }
+        }
+        #expect(seen.withLock { $0 })
+    }
+}
