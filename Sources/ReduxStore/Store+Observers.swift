@@ -190,12 +190,16 @@ extension Store {
         }
     }
 
-    /// Calls the observers of one round, in the order they were added.
+    /// Calls the observers of one round, in the order they were added. The round holds its list,
+    /// and the list its entries, so each is called unretained.
     @inline(__always)
     private func call(_ round: NotificationRound) {
-        for entry in round.observers.entries
-        where entry.wants(round.notification, selectionsChanged: round.selectionsChanged) {
-            entry.deliver(round.notification)
+        for entry in round.observers.unretained {
+            entry._withUnsafeGuaranteedRef { entry in
+                if entry.wants(round.notification, selectionsChanged: round.selectionsChanged) {
+                    entry.deliver(round.notification)
+                }
+            }
         }
     }
 }

@@ -4,6 +4,10 @@
 /// ``ObserverEntry``).
 final class ObserverList: Sendable {
     let entries: [ObserverEntry]
+    /// ``entries`` unretained, for delivery: a round holds its list, which holds its entries, so
+    /// calling each observer needs no reference of its own (a retain and a release per
+    /// observer per action otherwise, around the call of its block).
+    let unretained: [Unmanaged<ObserverEntry>]
     /// The selections of the observers that select a value from the state (key-path and JSON
     /// Pointer observers), which a dispatch updates under the lock; empty for most stores.
     let selecting: [StateSelection]
@@ -23,6 +27,7 @@ final class ObserverList: Sendable {
 
     init(_ entries: [ObserverEntry]) {
         self.entries = entries
+        self.unretained = entries.map { .passUnretained($0) }
         self.selecting = entries.compactMap(\.selection)
         self.hasSelections = !selecting.isEmpty
         self.onlySelection = selecting.count == 1 ? Unmanaged.passUnretained(selecting[0]) : nil
