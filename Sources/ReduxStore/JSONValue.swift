@@ -156,14 +156,11 @@ public struct JSONKey: Hashable, Comparable, Sendable, ExpressibleByStringLitera
     /// the same buffer. Such strings hold the same text; other strings may too.
     @inline(__always)
     private static func sameRepresentation(_ a: String, _ b: String) -> Bool {
-        guard MemoryLayout<String>.size == 16 else { return false }
-        return withUnsafeBytes(of: a) { x in
-            withUnsafeBytes(of: b) { y in
-                x.loadUnaligned(as: UInt64.self) == y.loadUnaligned(as: UInt64.self)
-                    && x.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-                        == y.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
-            }
-        }
+        guard MemoryLayout<String>.size == MemoryLayout<(UInt64, UInt64)>.size else { return false }
+        // Read as two words in registers: no copy of either string to the stack.
+        let x = unsafeBitCast(a, to: (UInt64, UInt64).self)
+        let y = unsafeBitCast(b, to: (UInt64, UInt64).self)
+        return x.0 == y.0 && x.1 == y.1
     }
 
     /// Feeds `string`'s UTF-8 bytes to `hasher`, then 0xFF (never a byte of UTF-8), so that

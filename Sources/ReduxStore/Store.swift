@@ -108,35 +108,10 @@ public final class Store<State: Codable>: @unchecked Sendable {
         reducers: [Reducer<State>], adopting state: State, version: UInt64,
         encoder: SnapshotEncoder = SnapshotEncoder(), middleware: MiddlewareChain? = nil
     ) {
-        // One closure over the user's array, made here (not read from an array of erased
-        // closures, nor made by `erased(_:)`, which routed reducers use): each reducer is then
-        // called through the one reabstraction thunk of the array it came in, and the closure
-        // itself through none.
-        let reduce: ErasedReducer
-        if State.self is AnyObject.Type {
-            // A class state: each reducer gets its own copy of the reference, so the stored
-            // reference is never held `inout` and a read from inside the reducer (through the
-            // store) is no overlapping access. A reducer that assigns a new object replaces
-            // the stored one when it returns.
-            reduce = { address, action in
-                let stored = address.assumingMemoryBound(to: State.self)
-                for reducer in reducers {
-                    var reference = stored.pointee
-                    reducer(&reference, action)
-                    stored.pointee = reference
-                }
-            }
-        } else if reducers.count == 1 {
-            let reducer = reducers[0]
-            reduce = { address, action in
-                reducer(&address.assumingMemoryBound(to: State.self).pointee, action)
-            }
-        } else {
-            reduce = { address, action in
-                let state = address.assumingMemoryBound(to: State.self)
-                for reducer in reducers { reducer(&state.pointee, action) }
-            }
-        }
+        // One closure made here from the user's array (``composed(_:_:)``), each reducer erased
+        // once (``erased(_:)``, which gives a class state's reducers their own copy of the
+        // reference): nothing is read from the array at dispatch.
+        let reduce = composed(reducers[...]) { erased($0) }
         self.init(erasedReducer: reduce, adopting: state, version: version, encoder: encoder, middleware: middleware)
     }
 

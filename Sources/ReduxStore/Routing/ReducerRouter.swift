@@ -124,15 +124,14 @@ final class ReducerRouter: @unchecked Sendable {
         }
     }
 
-    /// The end of ``run(_:_:)`` in a store with identifier reducers: out of line, so that the
-    /// lookup of a store without them stays small.
-    @inline(never)
+    /// The end of ``run(_:_:)`` in a store with identifier reducers.
+    @inline(__always)
     private func runMatchingIdentifier(
         _ route: Unmanaged<Route>, _ address: UnsafeMutableRawPointer, _ action: any Action
     ) {
-        route._withUnsafeGuaranteedRef { route in
-            route.plan(for: action.identifier, in: self)._withUnsafeGuaranteedRef { $0.run(address, action) }
-        }
+        let identifier = action.identifier
+        let plan = route._withUnsafeGuaranteedRef { $0.plan(for: identifier, in: self) }
+        plan._withUnsafeGuaranteedRef { $0.run(address, action) }
     }
 
     /// For a ``JSONAction`` in a store with registered action types: if its identifier is
@@ -214,26 +213,10 @@ final class ReducerRouter: @unchecked Sendable {
         return Plan(indexes: indexes, run: compose(indexes[...]))
     }
 
-    /// One function that calls the reducers at `indexes` in order: nothing for none, the reducer
-    /// itself for one, and for more a closure that calls the composition of the first half, then
-    /// that of the second (so the calls nest only as deep as the logarithm of their number). A
-    /// closure calls what it captured without retaining it, where a loop over an array retains
-    /// each element it calls; and each reducer is read from its ``RoutedReducer``, not from an
-    /// array of closures, which keeps them in their most general form and wraps each call in
-    /// two reabstraction thunks.
+    /// One function that calls the reducers at `indexes` in order (``composed(_:_:)``), each
+    /// read from its ``RoutedReducer``.
     private func compose(_ indexes: ArraySlice<Int>) -> ErasedReducer {
-        switch indexes.count {
-        case 0: return { _, _ in }
-        case 1: return reducers[indexes.first!].reduce
-        default:
-            let middle = indexes.startIndex + indexes.count / 2
-            let first = compose(indexes[..<middle])
-            let second = compose(indexes[middle...])
-            return { address, action in
-                first(address, action)
-                second(address, action)
-            }
-        }
+        composed(indexes) { reducers[$0].reduce }
     }
 
     /// Whether `identifier` has reducers of its own.

@@ -197,6 +197,31 @@ struct RoutedReducer: Sendable {
 @usableFromInline
 typealias SendableErasedReducer = @Sendable (UnsafeMutableRawPointer, any Action) -> Void
 
+/// One function that calls, in order, the reducer `reducer(element)` gives for each of
+/// `elements`: nothing for none, that reducer itself for one, and for more a closure that calls
+/// the composition of the first half, then that of the second (so the calls nest only as deep as
+/// the logarithm of their number). Each reducer is made once, here, and captured: a closure calls
+/// what it captured without retaining it, where a loop over an array retains each element it
+/// calls, and an array keeps a closure in its most general form, so that each call read from one
+/// goes through a reabstraction thunk (two, for a generic closure, and a lookup of its type's
+/// metadata when the code is not specialized).
+func composed<Element>(
+    _ elements: ArraySlice<Element>, _ reducer: (Element) -> ErasedReducer
+) -> ErasedReducer {
+    switch elements.count {
+    case 0: return { _, _ in }
+    case 1: return reducer(elements.first!)
+    default:
+        let middle = elements.startIndex + elements.count / 2
+        let first = composed(elements[..<middle], reducer)
+        let second = composed(elements[middle...], reducer)
+        return { address, action in
+            first(address, action)
+            second(address, action)
+        }
+    }
+}
+
 /// `reducer` erased to a function of the state's address, as the store calls its reducers.
 ///
 /// A class state: each reducer gets its own copy of the reference, so the stored reference is
@@ -242,8 +267,20 @@ func erasedTyped<State, A: Action>(
 /// reinterprets the value, an ordinary copy of an `A`. A cast (`action as! A`) would establish
 /// through the runtime's dynamic cast what the router's lookup already did, at a cost on every
 /// dispatch (<doc:RoutedReducers> has the times).
+///
+/// A trivial `A` of at most three words lies at the start of the container's inline buffer
+/// (``ActionContainer``'s layout, checked at start-up): it is read from there as bytes, with no
+/// value witness called to copy it out and destroy the copy.
 @inlinable @inline(__always)
 func projection<A: Action>(of action: any Action, as _: A.Type) -> A {
+    let words = 3 * MemoryLayout<Int>.size
+    if _isPOD(A.self) && MemoryLayout<A>.size <= words && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment {
+        return withUnsafeBytes(of: action as any Action) { container in
+            assert(container.load(fromByteOffset: words, as: UInt.self) == UInt(bitPattern: ObjectIdentifier(A.self)),
+                   "ReduxStore: an action read as a type it was not boxed as")
+            return container.load(as: A.self)
+        }
+    }
     func open<T: Action>(_ value: T) -> A { _identityCast(value, to: A.self) }
     return open(action)
 }
