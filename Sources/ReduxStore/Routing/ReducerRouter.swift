@@ -290,11 +290,11 @@ extension ReducerRouter.Route {
 }
 
 /// The identity of the type `action` was boxed as: for a struct or an enum its type; for a class
-/// instance the type it was dispatched as. Read from the existential as it is opened, where
-/// `type(of:)` calls into the runtime (which also looks through a class instance to its dynamic
-/// class).
+/// instance the type it was dispatched as. Read from the existential container
+/// (``ActionContainer/typeIdentity(of:)``), where `type(of:)` calls into the runtime (which also
+/// looks through a class instance to its dynamic class), and opening the existential calls a
+/// helper to find the value.
 @inline(__always)
 func boxedType(of action: any Action) -> ObjectIdentifier {
-    @inline(__always) func identity<T: Action>(_: T) -> ObjectIdentifier { ObjectIdentifier(T.self) }
-    return identity(action)
+    ObjectIdentifier(unsafeBitCast(ActionContainer.typeIdentity(of: action), to: Any.Type.self))
 }
