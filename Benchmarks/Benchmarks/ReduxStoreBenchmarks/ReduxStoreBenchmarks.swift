@@ -40,6 +40,7 @@ let benchmarks: @Sendable () -> Void = {
     registerCompositionBenchmarks()
     registerJournalBenchmarks()
     registerInspectorBenchmarks()
+    registerPairedBenchmarks()
     registerOverheadBenchmark()
 }
 

@@ -4,7 +4,10 @@
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|c-json|c-json-payload|c-batch
 //                 |jsonc-parse|jsonc-parse-batch|swiftstore-null|swiftstore-registered|snapshot10
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
-//                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos [count]
+//                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos
+//                 |routed-o1|routed50-o1|c-routed [count]
+//   ProfileDriver plain-paired|contention-paired [rounds]   (not for callgrind: wall-clock ratios,
+//                 paired as the benchmarks pair them; contention-paired reads THREADS, 4 by default)
 // (inspector-idle: a counter store with a live inspector, no page connected)
 // (journal-timing is not for callgrind: it prints wall-clock medians, with and without a journal;
 // the journal workloads write in JOURNAL_DIR, /tmp by default)
@@ -15,6 +18,7 @@ import ReduxStore
 import ReduxStoreC
 import ReduxStoreInspector
 import Dispatch
+import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -143,6 +147,81 @@ case "inspector-paired":
     print("idle/off \(medians[0])  quiet/off \(medians[1])")
     await idleInspector.stop()
     await quietInspector.stop()
+case "plain-paired":
+    // Not for callgrind: bursts of 1,000 dispatches on the plain store, the routed store, the
+    // broadcast store (counter, 1 reducer, 1 observer each) and the routed store among 49 other
+    // reducers, in rotating order; prints the medians of the bursts' ratios. `count`: samples.
+    let plain = PlainStore(reducers: [add], state: Counter())
+    plain.addObserver { note in sink(note.version) }
+    func routed(_ others: Int) -> Store<Counter> {
+        var reducers = Reducers<Counter>()
+        reducers.on(Increment.self) { state, add in state.count &+= add.amount }
+        for index in 0..<others { reducers.on(identifier: "other.\(index)") { state, _ in state.count = 0 } }
+        let store = Store(reducers: reducers, state: Counter())
+        store.addObserver { note in sink(note.version) }
+        return store
+    }
+    let broadcast = Store(reducers: [add], state: Counter())
+    broadcast.addObserver { note in sink(note.version) }
+    let stores: [(String, () -> Void)] = [
+        ("plain", { plain.dispatchAction(Increment(amount: 1)) }),
+        ("routed", { [routed1 = routed(0)] in routed1.dispatchAction(Increment(amount: 1)) }),
+        ("broadcast", { broadcast.dispatchAction(Increment(amount: 1)) }),
+        ("routed50", { [routed50 = routed(49)] in routed50.dispatchAction(Increment(amount: 1)) }),
+    ]
+    var times = [[Double]](repeating: [], count: stores.count)
+    for sample in 0..<count {
+        var round = [Double](repeating: 0, count: stores.count)
+        for turn in stores.indices {
+            let kind = (turn + sample) % stores.count
+            let body = stores[kind].1
+            let start = DispatchTime.now().uptimeNanoseconds
+            for _ in 0..<1_000 { body() }
+            round[kind] = Double(DispatchTime.now().uptimeNanoseconds - start)
+        }
+        for kind in stores.indices { times[kind].append(round[kind] / round[0]) }
+    }
+    for kind in stores.indices.dropFirst() {
+        print("\(stores[kind].0)/plain \(times[kind].sorted()[count / 2])")
+    }
+case "contention-paired":
+    // Not for callgrind: THREADS threads (4 by default) dispatching 1,000,000 actions in all to
+    // the plain store and to the broadcast store (counter, 1 reducer, 1 observer each), in
+    // alternating order; prints each round's times and the median of the rounds' ratios.
+    // `count`: rounds.
+    let threads = getenv("THREADS").map { Int(atoi($0)) } ?? 4
+    let plain = PlainStore(reducers: [add], state: Counter())
+    plain.addObserver { note in sink(note.version) }
+    let store = Store(reducers: [add], state: Counter())
+    store.addObserver { note in sink(note.version) }
+    func timed(_ body: @escaping @Sendable () -> Void) -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let group = DispatchGroup()
+        for _ in 0..<threads {
+            group.enter()
+            let thread = Thread {
+                for _ in 0..<(1_000_000 / threads) { body() }
+                group.leave()
+            }
+            thread.start()
+        }
+        group.wait()
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+    }
+    var ratios: [Double] = []
+    for round in 0..<count {
+        let a: Double, b: Double
+        if round.isMultiple(of: 2) {
+            a = timed { plain.dispatchAction(Increment(amount: 1)) }
+            b = timed { store.dispatchAction(Increment(amount: 1)) }
+        } else {
+            b = timed { store.dispatchAction(Increment(amount: 1)) }
+            a = timed { plain.dispatchAction(Increment(amount: 1)) }
+        }
+        print("plain \(a) ns, store \(b) ns an action")
+        ratios.append(b / a)
+    }
+    print("store/plain, \(threads) threads: \(ratios.sorted()[count / 2])")
 case "journal":
     let store = Store(reducers: [add], state: Counter())
     try! store.startJournal(at: journalPath)
