@@ -47,9 +47,16 @@ package final class StateSelection: @unchecked Sendable {
     @inline(__always)
     package func update(state: UnsafeMutableRawPointer, version: UInt64) -> Bool {
         guard compare(state) else { return false }
+        keepCurrent(at: version)
+        return true
+    }
+
+    /// The end of ``update(state:version:)`` when the value changed: out of line, so that the
+    /// test of an unchanged value, on every dispatch, stays small enough to inline.
+    @inline(never)
+    private func keepCurrent(at version: UInt64) {
         let value = current()
         newest.withLock { $0.set(value, at: version) }
-        return true
     }
 
     /// The value to hand the observer now and the version it changed at, if it changed since
