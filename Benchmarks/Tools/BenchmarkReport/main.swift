@@ -252,18 +252,18 @@ ratio("dispatch", "dispatch (counter, 1 reducer, 1 observer) ÷ hand loop (1 red
 // Against the plain baseline store (one Synchronization.Mutex, compiled in the benchmarks, its
 // reducer casting the action as users' reducers do). Routed reducers must beat it; the broadcast
 // shape pays for the contract (nested dispatch, removal that waits, thread-aware delivery).
-pairedRatio("plain store", "routed: one reducer for the action's type (counter, 1 observer) ÷ plain store doing the same (paired samples)",
+pairedRatio("plain store", "routed: one reducer for the action's type (counter, 1 observer) ÷ plain store doing the same (paired)",
             "dispatch.paired", "routedPerMille", atMost: 0.8)
-pairedRatio("plain store", "routed: 50 reducers, one of them for the action ÷ one reducer (counter, 1 observer; paired samples)",
+pairedRatio("plain store", "routed: 50 reducers, one of them for the action ÷ one reducer (counter, 1 observer; paired)",
             "dispatch.paired", "routed50PerMille", atMost: 1.1)
 ratio("plain store", "(beside it) the plain store: 50 reducers ÷ 1, each casting",
       "dispatch.plain.counter.r50.o1", "dispatch.plain.counter.r1.o1")
-pairedRatio("plain store", "broadcast: dispatch (counter, 1 reducer, 1 observer) ÷ plain store doing the same (paired samples)",
+pairedRatio("plain store", "broadcast: dispatch (counter, 1 reducer, 1 observer) ÷ plain store doing the same (paired)",
             "dispatch.paired", "broadcastPerMille", atMost: 1.25)
-pairedRatio("plain store", "broadcast: 4 threads, 1,000,000 actions in all (counter, 1 reducer, 1 observer) ÷ plain store (paired samples)",
+pairedRatio("plain store", "broadcast: 4 threads, 1,000,000 actions in all (counter, 1 reducer, 1 observer) ÷ plain store (paired)",
             "contention.paired.threads4", "contention4PerMille", atMost: 1.0)
 // Independent of state size.
-pairedRatio("state size", "dispatch 100,000 todos ÷ dispatch counter (1 reducer, 1 observer; paired samples)",
+pairedRatio("state size", "dispatch 100,000 todos ÷ dispatch counter (1 reducer, 1 observer; paired)",
             "dispatch.paired", "todosPerMille", atMost: 1.2)
 ratio("state size", "dispatch 100,000 todos ÷ dispatch 10 todos (same reducer and action)",
       "dispatch.store.todos100000.r1.o1", "dispatch.store.todos10.r1.o1", atMost: 1.2)
@@ -277,11 +277,11 @@ for size in [1_000, 100_000] {
           "snapshot.store.todos\(size).readers10", "snapshot.foundation.todos\(size).readers10", atMost: 0.15)
 }
 // C dispatch.
-pairedRatio("C", "C dispatch, NULL payload (C store, reducers routed by identifier, 10 of them) ÷ Swift dispatch (counter, 1 reducer, 0 observers; paired samples)",
+pairedRatio("C", "C dispatch, NULL payload (C store, reducers routed by identifier, 10 of them) ÷ Swift dispatch (counter, 1 reducer, 0 observers; paired)",
             "dispatch.paired", "cRoutedPerMille", atMost: 1.2)
 ratio("C", "(beside it) the same with one reducer for every action",
       "c.dispatch.null", "dispatch.store.counter.r1.o0")
-pairedRatio("C", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch (paired samples)",
+pairedRatio("C", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch (paired)",
             "dispatch.paired", "swiftStoreInCPerMille", atMost: 1.3)
 ratio("C", "rdx_store_dispatch_json of a small action ÷ json-c parsing and freeing the same text",
       "c.dispatch.json", "c.jsonc.parse", atMost: 1.3)
@@ -308,7 +308,7 @@ ratio("composition", "one action of a batch of 10 ÷ one dispatch (counter, 1 re
 // inspection.journal.sustained).
 if let perMille = figures["inspection.journal.paired.counter"]?.journalPerMille {
     let value = perMille / 1_000
-    goals.append(Goal(goal: "inspection", measure: "dispatch with the journal on ÷ without (counter, 1 reducer, 0 observers; writer keeping up; paired samples)",
+    goals.append(Goal(goal: "inspection", measure: "dispatch with the journal on ÷ without (counter, 1 reducer, 0 observers; writer keeping up; paired)",
                       value: value, target: "≤ 2×", met: value <= 2))
 }
 // The live inspector's cost per action, against the same store without an inspector, the
@@ -317,18 +317,18 @@ if let perMille = figures["inspection.journal.paired.counter"]?.journalPerMille 
 if let paired = figures["inspection.inspector.paired.counter"] {
     if let perMille = paired.inspectorPagePerMille {
         let value = perMille / 1_000
-        goals.append(Goal(goal: "inspection", measure: "dispatch with the inspector on and one page connected ÷ without an inspector (counter, 1 reducer, 0 observers; page keeping up; paired samples)",
+        goals.append(Goal(goal: "inspection", measure: "dispatch with the inspector on and one page connected ÷ without an inspector (counter, 1 reducer, 0 observers; page keeping up; paired)",
                           value: value, target: "≤ 1.10×", met: value <= 1.1))
     }
     if let perMille = paired.inspectorIdlePerMille {
         let value = perMille / 1_000
-        goals.append(Goal(goal: "inspection", measure: "dispatch with the inspector on and no page ÷ without an inspector (counter, 1 reducer, 0 observers; paired samples)",
+        goals.append(Goal(goal: "inspection", measure: "dispatch with the inspector on and no page ÷ without an inspector (counter, 1 reducer, 0 observers; paired)",
                           value: value, target: "≤ 1.10×", met: value <= 1.1))
     }
     // The ablation: what the backlog for a page opened later costs, by difference.
     if let perMille = paired.inspectorQuietPerMille {
         let value = perMille / 1_000
-        goals.append(Goal(goal: "inspection", measure: "the same with keptActions 0 (nothing recorded until a page connects; paired samples)",
+        goals.append(Goal(goal: "inspection", measure: "the same with keptActions 0 (nothing recorded until a page connects; paired)",
                           value: value, target: "—", met: true))
     }
 }
