@@ -36,7 +36,7 @@ extension ThreadContext {
         while let current = frame {
             precondition(!seen.contains(current.pointee.store),
                          "ReduxStore: two delivery frames for one store on one thread")
-            current.pointee.pending._checkInvariants()
+            current.pointee.pending?.pointee._checkInvariants()
             seen.append(current.pointee.store)
             frame = current.pointee.outer
         }

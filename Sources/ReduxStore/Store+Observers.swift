@@ -171,22 +171,24 @@ extension Store {
     ) {
         let id = ObjectIdentifier(self)
         if let frame = context.pointee.frame(for: id) {
-            frame.pointee.pending.append(first)
-            if let more { frame.pointee.pending.append(contentsOf: more) }
+            frame.pointee.queue(CollectionOfOne(first))
+            if let more { frame.pointee.queue(more) }
             return
         }
         // The frame lives on this function's stack, linked into the thread's chain for exactly
         // as long as it runs (ablation: an array of frames in the thread context instead made a
         // dispatch with one observer slower; Benchmarks/README.md, "Ablations").
-        var frame = DeliveryFrame(store: id, pending: more, outer: context.pointee.innermost)
+        var frame = DeliveryFrame(store: id, outer: context.pointee.innermost)
+        if let more { frame.queue(more) }
         withUnsafeMutablePointer(to: &frame) { frame in
             context.pointee.innermost = frame
             context.pointee.callbackDepth += 1
             context.pointee._checkInvariants()
             call(first)
-            while let next = frame.pointee.pending.popFirst() { call(next) }
+            while let next = frame.pointee.next() { call(next) }
             context.pointee.callbackDepth -= 1
             context.pointee.innermost = frame.pointee.outer
+            frame.pointee.end()
         }
     }
 

@@ -130,19 +130,46 @@ struct MiddlewarePass {
 }
 
 /// One store's notification delivery in progress on a thread.
+///
+/// Nothing in it to release: the rounds queued behind the current one live in a queue made when
+/// the first is queued (most deliveries queue none), which the delivering function frees when it
+/// is done (``Store/deliver(_:then:context:)``). A frame holding the queue itself cost a release
+/// call on every delivery, of a queue that was almost always empty.
 struct DeliveryFrame {
     let store: ObjectIdentifier
     /// Rounds queued by actions dispatched from inside the observers, delivered in order after the
-    /// current round (``FIFO``).
-    var pending: FIFO<NotificationRound>
+    /// current round (``FIFO``); `nil` until the first is queued.
+    private(set) var pending: UnsafeMutablePointer<FIFO<NotificationRound>>?
     /// The frame this one is nested in.
     let outer: UnsafeMutablePointer<DeliveryFrame>?
 
-    init(store: ObjectIdentifier, pending: [NotificationRound]? = nil,
-         outer: UnsafeMutablePointer<DeliveryFrame>?) {
+    init(store: ObjectIdentifier, outer: UnsafeMutablePointer<DeliveryFrame>?) {
         self.store = store
-        self.pending = FIFO(pending)
         self.outer = outer
+    }
+
+    /// Queues `rounds` behind the current one.
+    mutating func queue(_ rounds: some Sequence<NotificationRound>) {
+        if pending == nil {
+            pending = .allocate(capacity: 1)
+            pending!.initialize(to: FIFO())
+        }
+        pending!.pointee.append(contentsOf: rounds)
+    }
+
+    /// The next queued round, if any.
+    @inline(__always)
+    mutating func next() -> NotificationRound? {
+        pending?.pointee.popFirst()
+    }
+
+    /// Frees the queue; the frame's delivery is over.
+    @inline(__always)
+    mutating func end() {
+        guard let queue = pending else { return }
+        queue.deinitialize(count: 1)
+        queue.deallocate()
+        pending = nil
     }
 }
 
