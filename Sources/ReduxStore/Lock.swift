@@ -20,8 +20,8 @@ import Musl
 ///
 /// The lock is a word taken and released by one atomic instruction each, inlined into the
 /// caller, with a pthread mutex and conditions for the slow paths (``LockPrimitives``): every
-/// dispatch takes it once, and a call into glibc's mutex each way cost more than the rest of the
-/// lock. Not `Synchronization.Mutex`: on Linux its futex is one ThreadSanitizer cannot follow (it
+/// dispatch takes it once, and calls into glibc's mutex cost more than the rest of the lock. Not
+/// `Synchronization.Mutex`: on Linux its futex is one ThreadSanitizer cannot follow (it
 /// reports every access inside it as a race, which would bury a real one), where it follows
 /// this word's acquiring and releasing atomics. Debug builds trap when the holder locks again
 /// (which would hang) or another thread releases it. Every pthread call's result is checked.
@@ -168,8 +168,8 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
     }
 
     /// ``lock()`` when the word was held: waits until this thread's exchange finds it free.
-    /// (No spin first: spinning up to 1,000 reads before waiting made no difference measured
-    /// with 4 threads on 2 cores; Benchmarks/README.md, "The lock under contention".)
+    /// No spin first: spinning before waiting bought nothing measurable (Benchmarks/README.md,
+    /// "The lock under contention").
     @inline(never)
     private func lockContended(_ primitives: UnsafeMutablePointer<LockPrimitives>) {
         check(pthread_mutex_lock(&primitives.pointee.mutex), "pthread_mutex_lock")
