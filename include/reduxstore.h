@@ -128,8 +128,12 @@ typedef void (*rdx_reduce_fn)(json_object *state, const char *identifier,
  * bytes compared; copied by the store, so it need not outlive the call that creates the store).
  * NULL: for every action. For each action the store calls the reducers that apply, in the order
  * they are listed, finding them by one lookup of the action's identifier, however many reducers
- * there are. An identifier longer than RDX_MAX_IDENTIFIER_LENGTH is RDX_ELIMIT, one that is not
- * UTF-8 RDX_EDECODE, and the store is not created.
+ * there are. The identifiers reducers name are kept for the life of the process (they count
+ * against RDX_MAX_LOGGED_IDENTIFIERS), and the store remembers the ones dispatched last: a later
+ * NULL-payload dispatch with the same bytes (compared byte for byte, wherever the caller's copy
+ * lives) is routed without another check or lookup, and its reducers get the kept copy as
+ * `identifier`. An identifier longer than RDX_MAX_IDENTIFIER_LENGTH is RDX_ELIMIT, one that is
+ * not UTF-8 RDX_EDECODE, and the store is not created.
  *
  *     rdx_reducer reducers[] = {
  *         {count_added, NULL, "todo/add"},

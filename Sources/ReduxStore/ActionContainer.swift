@@ -12,8 +12,7 @@
 /// value's.
 package enum ActionContainer {
     /// The byte offset of the held type's metadata in the container.
-    @usableFromInline
-    static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
+    package static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
 
     /// Checks the layout once (a store's initializer calls it).
     static func checkLayout() { _ = layoutChecked }

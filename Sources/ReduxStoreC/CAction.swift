@@ -11,7 +11,7 @@ import Glibc
 /// Kept past the call (enqueued, or dispatched from inside a reducer), it owns copies:
 /// ``Storage`` frees them when the last copy of the action is gone.
 struct CAction: Action, @unchecked Sendable {
-    // Three words at most: ``parts(of:)`` reads it from an existential's inline buffer.
+    // Three words at most: ``CActionKinds`` reads it from an existential's inline buffer.
     // @unchecked: the pointers are read only, by the one thread applying the action; an owned
     // payload is a private deep copy no other code references.
     let identifierPointer: UnsafePointer<CChar>
@@ -61,31 +61,70 @@ struct CAction: Action, @unchecked Sendable {
     }
 }
 
-extension CAction {
-    /// The identifier and payload of the C action `action` holds — a ``CAction`` or a
-    /// ``KeptCAction`` — or nil for any other action. Valid while `action` is.
-    ///
-    /// Found by the type its container names and read from the container's inline buffer
-    /// (``ActionContainer``), without the runtime's dynamic cast or dynamic-type lookup
-    /// (Benchmarks/README.md, "The live inspector on a C store").
-    @inline(__always)
-    static func parts(of action: any Action) -> (identifier: UnsafePointer<CChar>, payload: OpaquePointer?)? {
-        // Stored at the start of the container's inline buffer, which holds three words: the
-        // condition is known when compiling, so it costs nothing unless it fails.
+/// What a C action holds, read in place (``CActionKinds/parts(of:)``).
+enum CActionParts {
+    /// A ``KeptCAction``: its identifier is a kept copy (``KeptNames/identifiers``), and it has
+    /// no payload.
+    case kept(UnsafePointer<CChar>)
+    /// A ``CAction``: its identifier and payload, borrowed from a caller or owned.
+    case borrowedOrOwned(UnsafePointer<CChar>, OpaquePointer?)
+
+    var identifier: UnsafePointer<CChar> {
+        switch self {
+        case .kept(let identifier), .borrowedOrOwned(let identifier, _): identifier
+        }
+    }
+
+    var payload: OpaquePointer? {
+        switch self {
+        case .kept: nil
+        case .borrowedOrOwned(_, let payload): payload
+        }
+    }
+}
+
+/// Recognizes the C actions (``CAction``, ``KeptCAction``) in an `any Action` and reads them in
+/// place: by the type the container names and from its inline buffer (``ActionContainer``'s
+/// layout, which a store checks before it exists), without the runtime's dynamic cast or
+/// dynamic-type lookup (Benchmarks/README.md, "The live inspector on a C store").
+///
+/// The types' identities are read once and kept in the value, and the container's type word is
+/// read here: the core's readers are not inlined across modules, and on the C store's dispatch
+/// the two calls cost as much as the rest of the routing.
+struct CActionKinds {
+    /// The byte offset of the held type's identity in an `any Action`: ``ActionContainer``'s.
+    private static let typeOffset = 3 * MemoryLayout<UInt>.size
+    private let cAction: UInt
+    private let kept: UInt
+
+    /// The kinds; stops the program if the layout read here is not the core's.
+    init() {
+        precondition(ActionContainer.typeOffset == Self.typeOffset,
+                     "ReduxStore: the C face reads an `any Action`'s type where the core does not")
+        // Stored at the start of the container's inline buffer, which holds three words.
         precondition(MemoryLayout<CAction>.size <= 3 * MemoryLayout<Int>.size
                      && MemoryLayout<CAction>.alignment <= MemoryLayout<Int>.alignment,
                      "ReduxStore: a CAction no longer fits an existential's inline buffer")
-        let type = ActionContainer.typeIdentity(of: action)
-        if type == ActionContainer.identity(of: CAction.self) {
-            return withUnsafeBytes(of: action as any Action) {
-                ($0.load(as: UnsafePointer<CChar>.self),
-                 $0.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: OpaquePointer?.self))
+        cAction = ActionContainer.identity(of: CAction.self)
+        kept = ActionContainer.identity(of: KeptCAction.self)
+    }
+
+    /// For code off the dispatch path.
+    static let shared = CActionKinds()
+
+    /// What the C action `action` holds, or nil for any other action. Valid while `action` is.
+    @inline(__always)
+    func parts(of action: any Action) -> CActionParts? {
+        withUnsafeBytes(of: action as any Action) { bytes in
+            let type = bytes.load(fromByteOffset: Self.typeOffset, as: UInt.self)
+            if type == kept { return .kept(bytes.load(as: UnsafePointer<CChar>.self)) }
+            if type == cAction {
+                return .borrowedOrOwned(
+                    bytes.load(as: UnsafePointer<CChar>.self),
+                    bytes.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: OpaquePointer?.self))
             }
+            return nil
         }
-        if type == ActionContainer.identity(of: KeptCAction.self) {
-            return withUnsafeBytes(of: action as any Action) { ($0.load(as: UnsafePointer<CChar>.self), nil) }
-        }
-        return nil
     }
 }
 
@@ -167,7 +206,7 @@ final class CActionKeeper {
         // function is not inlined across modules).
         guard action.load(fromByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self) == state.pointee.cAction
         else { return false }
-        // The CAction's fields, read in place (``CAction/parts(of:)``'s layout) without
+        // The CAction's fields, read in place (``CActionKinds/parts(of:)``'s layout) without
         // retaining its storage: the identifier, whether it has a payload, whether it owns them.
         let identifier = action.load(as: UnsafePointer<CChar>.self)
         let payload = action.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: UInt.self)
@@ -215,17 +254,19 @@ final class CActionKeeper {
     }
 }
 
-/// The identifiers a C store's keeper (``CActionKeeper``) kept last, for the store's next
-/// dispatches: a dispatch without a payload whose identifier has the bytes of one of them is
-/// applied as a ``KeptCAction`` of the kept copy. Its identifier needs no check (the copy was
-/// checked when it was first dispatched), and nobody who keeps the action past the dispatch (the
-/// action log, the journal) copies anything: the action owns what it holds.
+/// The identifiers a C store kept last, for the store's next dispatches: a dispatch without a
+/// payload whose identifier has the bytes of one of them is applied as a ``KeptCAction`` of the
+/// kept copy. Its identifier needs no check (the copy was checked when it was first dispatched),
+/// its reducers are found by the copy's address (``CReducers``), and nobody who keeps the action
+/// past the dispatch (the action log, the journal) copies anything: the action owns what it holds.
 ///
-/// Filled only while something keeps the store's actions (the keeper runs only then), so a
-/// store nobody inspects or journals interns nothing. Eight slots, one chosen by the caller's
+/// Filled by the store's keeper (``CActionKeeper``), which runs only while something keeps the
+/// store's actions, and by its reducers' table when an action's identifier is one a reducer
+/// names (kept when the store was made); so a store nobody inspects or journals, whose reducers
+/// name no identifier, interns nothing. Eight slots, one chosen by the caller's
 /// address of the identifier (a literal has one address), each holding a kept copy; a dispatch
 /// compares the bytes, so a slot taken over by another identifier costs only the comparison.
-/// Read by any dispatching thread, written by the keeper under the store's lock: atomic words,
+/// Read by any dispatching thread, written under the store's lock: atomic words,
 /// the copies they point to never written again.
 final class KeptIdentifiers: Sendable {
     private let slots: InlineArray<8, Atomic<UInt>> = InlineArray { _ in Atomic(0) }

@@ -22,14 +22,6 @@ protocol CStoreCore: AnyObject, Sendable {
     func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, source: DispatchSite)
         throws(StoreError)
 
-    /// The identifiers this store's keeper kept last (``KeptIdentifiers``), for a store whose
-    /// actions are C's own; nil for a Swift store.
-    var keptIdentifiers: KeptIdentifiers? { get }
-
-    /// Applies now an action without a payload whose identifier is `identifier`, a kept copy
-    /// found in ``keptIdentifiers``.
-    func dispatch(kept identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError)
-
     /// An action of this store's kind for C's identifier and payload (borrowed, already
     /// checked), owning what it keeps: it may be applied after the call.
     func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)

@@ -44,15 +44,15 @@ final class CStoreHandle: @unchecked Sendable {
     /// Where a forwarding store's dispatches go (`rdx_store_create_forwarding`); `nil` for others.
     let forwarding: CForwarding?
 
-    /// For a store created from C that forwards nothing: the identifiers its keeper kept last
-    /// (``dispatchKept(_:source:)``). Unretained, so that a dispatch retains nothing to read it:
-    /// `core` keeps it alive.
-    private let keptIdentifiers: Unmanaged<KeptIdentifiers>?
+    /// For a store created from C that forwards nothing: its core, reached without the
+    /// protocol's witness table for ``dispatchKept(_:source:)``. Unretained, so that a dispatch
+    /// retains nothing to read it: `core` keeps it alive.
+    private let treeCore: Unmanaged<JSONCTreeStoreCore>?
 
     init(core: any CStoreCore, forwarding: CForwarding? = nil) {
         self.core = core
         self.forwarding = forwarding
-        keptIdentifiers = forwarding == nil ? core.keptIdentifiers.map(Unmanaged.passUnretained) : nil
+        treeCore = forwarding == nil ? (core as? JSONCTreeStoreCore).map(Unmanaged.passUnretained) : nil
     }
 
     // MARK: Actions
@@ -77,12 +77,22 @@ final class CStoreHandle: @unchecked Sendable {
     }
 
     /// Applies now an action without a payload of C's `identifier` (not checked yet) if it has
-    /// the bytes of an identifier this store's keeper kept (``KeptIdentifiers``): then it needs
-    /// no check, and nothing that keeps it copies it. False, having done nothing, otherwise.
+    /// the bytes of an identifier this store kept (``KeptIdentifiers``): then it needs no check,
+    /// its reducers are found by the kept copy's address, and nothing that keeps it copies it.
+    /// False, having done nothing, otherwise.
     @inline(__always)
     func dispatchKept(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
-        guard let copy = keptIdentifiers?._withUnsafeGuaranteedRef({ $0.kept(identifier) }) else { return false }
-        try core.dispatch(kept: copy, source: source)
+        guard let treeCore, let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) })
+        else { return false }
+        let failure = treeCore._withUnsafeGuaranteedRef { core -> StoreError? in
+            do throws(StoreError) {
+                try core.dispatch(kept: copy, source: source)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
         return true
     }
 

@@ -6,9 +6,9 @@ import ReduxStore
 /// Swift reducer calls the C reducers.
 final class JSONCTreeStoreCore: CStoreCore {
     let store: Store<JSONCTree>
-    /// The identifiers the store's keeper kept last: a dispatch of one of them without a payload
+    /// The identifiers the store kept last: a dispatch of one of them without a payload
     /// is applied as a ``KeptCAction`` (``dispatch(kept:source:)``).
-    let keptIdentifiers: KeptIdentifiers?
+    let keptIdentifiers: KeptIdentifiers
 
     private init(store: Store<JSONCTree>, keptIdentifiers: KeptIdentifiers) {
         self.store = store
@@ -23,9 +23,9 @@ final class JSONCTreeStoreCore: CStoreCore {
         // The C reducers work on the tree's root, which never changes (they mutate it in place):
         // one call straight to them per action, without going through the Swift state. So no
         // reducer holds the Swift state `inout`, and reads from inside a reducer are sound.
-        let reducers = try CReducers(reducers, root: state.object)
-        let owner = HandleReference()
         let keptIdentifiers = KeptIdentifiers()
+        let reducers = try CReducers(reducers, root: state.object, publishingIn: keptIdentifiers)
+        let owner = HandleReference()
         let store = Store(
             erasedReducer: { _, action in reducers.apply(action) },
             adopting: state, version: version, readableInsideReducer: true,
@@ -74,9 +74,10 @@ final class JSONCTreeStoreCore: CStoreCore {
 
     /// Applies now an action without a payload whose identifier is `identifier`, a kept copy
     /// (``KeptIdentifiers``). The action owns what it holds: from inside a reducer it is queued
-    /// as it is, with no copy.
+    /// as it is, with no copy (and no middleware depth counts there).
+    @inline(__always)
     func dispatch(kept identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) {
-        if !store.isInsideReducer { try store.checkMiddlewareDepth() }
+        try store.checkMiddlewareDepth()
         store.dispatchAction(KeptCAction(identifierPointer: identifier), source: source)
     }
 }

@@ -42,14 +42,6 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
         store.dispatch(erased: action, source: source)
     }
 
-    /// None: a Swift store's actions are Swift values, decoded for each dispatch.
-    var keptIdentifiers: KeptIdentifiers? { nil }
-
-    /// Not called: ``keptIdentifiers`` is nil. A kept identifier is still an identifier.
-    func dispatch(kept identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) {
-        try dispatch(identifier: identifier, payload: nil, source: source)
-    }
-
     /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values
     /// that own what they hold.
     /// A Swift store's actions own what they hold (decoded values), so a batch's are the same.

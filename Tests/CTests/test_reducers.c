@@ -274,9 +274,70 @@ static void test_bad_identifiers(void)
     json_object_put(initial);
 }
 
+/* A routed identifier is checked and routed once, then recognised by its bytes: the same address
+   with other bytes (another routed identifier, one no reducer names, a bad one) is that other
+   action, never the one dispatched from there before. */
+static void test_routed_once(void)
+{
+    char buffer[512];
+    char identifier[RDX_MAX_IDENTIFIER_LENGTH + 8];
+    char add[] = "add", add_again[] = "add";
+    rdx_store *store, *other;
+
+    TEST("routed_once");
+    store = tagged_store(add);
+    other = tagged_store(add_again);
+    CHECK(store != NULL && other != NULL);
+    if (store == NULL || other == NULL) return;
+
+    strcpy(identifier, "add");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    CHECK_STR(take_log(store, buffer, sizeof buffer),
+              "[\"A:add\",\"every:add\",\"B:add\",\"A:add\",\"every:add\",\"B:add\"]");
+    strcpy(identifier, "remove");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    CHECK_STR(take_log(store, buffer, sizeof buffer), "[\"every:remove\",\"D:remove\"]");
+    strcpy(identifier, "ad");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    strcpy(identifier, "addd");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    CHECK_STR(take_log(store, buffer, sizeof buffer), "[\"every:ad\",\"every:addd\"]");
+
+    /* Bad bytes where a routed identifier was: refused with its status, nothing applied. */
+    strcpy(identifier, "add");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    strcpy(identifier, "ad\xc3");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_EDECODE);
+    memset(identifier, 'a', RDX_MAX_IDENTIFIER_LENGTH + 1);
+    identifier[RDX_MAX_IDENTIFIER_LENGTH + 1] = '\0';
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_ELIMIT);
+    CHECK_STR(take_log(store, buffer, sizeof buffer), "[\"A:add\",\"every:add\",\"B:add\"]");
+
+    /* With a payload, and through the text path, after the identifier was routed once. */
+    strcpy(identifier, "add");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    {
+        json_object *payload = json_object_new_int(1);
+        CHECK_STATUS(rdx_store_dispatch_action(store, identifier, payload), RDX_OK);
+        json_object_put(payload);
+    }
+    CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\": \"add\"}"), RDX_OK);
+    CHECK_STR(take_log(store, buffer, sizeof buffer),
+              "[\"A:add\",\"every:add\",\"B:add\",\"A:add\",\"every:add\",\"B:add\",\"A:add\",\"every:add\",\"B:add\"]");
+
+    /* Another store of the same identifiers routes its own actions alike. */
+    CHECK_STATUS(rdx_store_dispatch_action(other, identifier, NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(other, "remove", NULL), RDX_OK);
+    CHECK_STR(take_log(other, buffer, sizeof buffer), "[\"A:add\",\"every:add\",\"B:add\",\"every:remove\",\"D:remove\"]");
+    rdx_store_release(other);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     test_routing();
+    test_routed_once();
     test_nested_and_reopened();
     test_many_identifiers();
     test_bad_identifiers();

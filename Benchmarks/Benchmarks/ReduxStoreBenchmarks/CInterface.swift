@@ -119,6 +119,21 @@ let counterReduce: @convention(c) (
     json_object_set_int64(count, json_object_get_int64(count) &+ amount)
 }
 
+/// The C reducer registered for "counter.add" (`rdx_reducer.identifier`): the store calls it
+/// for that identifier only, so, as a C program's routed reducer would, it does not compare
+/// the identifier; otherwise the counter reducer's work.
+let routedCounterReduce: @convention(c) (
+    OpaquePointer?, UnsafePointer<CChar>?, OpaquePointer?, UnsafeMutableRawPointer?
+) -> Void = { state, _, payload, _ in
+    var amount: Int64 = 1
+    if let payload {
+        var value: OpaquePointer?
+        if json_object_object_get_ex(payload, "amount", &value) != 0 { amount = json_object_get_int64(value) }
+    }
+    let count = json_object_object_get(state, "count")
+    json_object_set_int64(count, json_object_get_int64(count) &+ amount)
+}
+
 /// A json-c tree owned by a benchmark.
 final class JSONTree: @unchecked Sendable {
     let object: OpaquePointer?
@@ -139,13 +154,13 @@ final class CStore: @unchecked Sendable {
         precondition(pointer != nil, "rdx_store_create: \(String(cString: rdx_last_error()))")
     }
 
-    /// A store of `state` (put here) whose reducers are routed by identifier: the counter
-    /// reducer for "counter.add", and `count - 1` others for identifiers of their own.
+    /// A store of `state` (put here) whose reducers are routed by identifier: the routed
+    /// counter reducer for "counter.add", and `count - 1` others for identifiers of their own.
     init(state: OpaquePointer?, routedAmong count: Int) {
         // Copies that live until the store is created (it copies them in turn).
         let names = (0..<count).map { strdup($0 == 0 ? "counter.add" : "other.\($0)")! }
         defer { names.forEach { free($0) } }
-        var reducers = names.map { rdx_reducer(reduce: counterReduce, context: nil, identifier: $0) }
+        var reducers = names.map { rdx_reducer(reduce: routedCounterReduce, context: nil, identifier: $0) }
         var status = RDX_OK
         pointer = rdx_store_create(state, &reducers, reducers.count, &status)
         json_object_put(state)

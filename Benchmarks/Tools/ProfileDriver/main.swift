@@ -49,6 +49,12 @@ let cReduce: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, OpaquePointe
     let count = json_object_object_get(state, "count")
     json_object_set_int64(count, json_object_get_int64(count) &+ 1)
 }
+/// `cReduce` registered for "counter.add": the store calls it for that identifier only.
+let cRoutedReduce: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, OpaquePointer?, UnsafeMutableRawPointer?) -> Void = {
+    state, _, _, _ in
+    let count = json_object_object_get(state, "count")
+    json_object_set_int64(count, json_object_get_int64(count) &+ 1)
+}
 
 /// The benchmarks' plain baseline store (a copy of Benchmarks/ReduxStoreBenchmarks/PlainStore.swift).
 final class PlainStore<State: Sendable>: Sendable {
@@ -301,7 +307,7 @@ case "routed-o1", "routed50-o1":
 case "c-routed":
     // The counter reducer for "counter.add" among 10 reducers, each for an identifier of its own.
     let names = (0..<10).map { strdup($0 == 0 ? "counter.add" : "other.\($0)")! }
-    var reducers = names.map { rdx_reducer(reduce: cReduce, context: nil, identifier: $0) }
+    var reducers = names.map { rdx_reducer(reduce: cRoutedReduce, context: nil, identifier: $0) }
     var status = RDX_OK
     let state = json_tokener_parse(#"{"count": 0}"#)
     let store = rdx_store_create(state, &reducers, reducers.count, &status)
