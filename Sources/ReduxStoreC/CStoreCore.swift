@@ -22,6 +22,11 @@ protocol CStoreCore: AnyObject, Sendable {
     func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, source: DispatchSite)
         throws(StoreError)
 
+    /// Applies now an action without a payload of C's `identifier` (not checked yet) if this
+    /// store recognizes its bytes as one it needs neither to check nor to decode again; false,
+    /// having done nothing, otherwise.
+    func dispatchRecognized(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool
+
     /// An action of this store's kind for C's identifier and payload (borrowed, already
     /// checked), owning what it keeps: it may be applied after the call.
     func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)

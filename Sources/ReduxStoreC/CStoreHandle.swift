@@ -78,12 +78,16 @@ final class CStoreHandle: @unchecked Sendable {
 
     /// Applies now an action without a payload of C's `identifier` (not checked yet) if it has
     /// the bytes of an identifier this store kept (``KeptIdentifiers``): then it needs no check,
-    /// its reducers are found by the kept copy's address, and nothing that keeps it copies it.
-    /// False, having done nothing, otherwise.
+    /// its reducers are found by the kept copy's address, and nothing that keeps it copies it. A
+    /// Swift store's core does the same with the actions it recognizes. False, having done
+    /// nothing, otherwise.
     @inline(__always)
     func dispatchKept(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
-        guard let treeCore, let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) })
-        else { return false }
+        guard let treeCore else {
+            guard forwarding == nil else { return false }
+            return try core.dispatchRecognized(identifier, source: source)
+        }
+        guard let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) }) else { return false }
         let failure = treeCore._withUnsafeGuaranteedRef { core -> StoreError? in
             do throws(StoreError) {
                 try core.dispatch(kept: copy, source: source)

@@ -72,6 +72,12 @@ final class JSONCTreeStoreCore: CStoreCore {
         }
     }
 
+    /// False: a tree store's kept identifiers are applied by its handle
+    /// (``CStoreHandle/dispatchKept(_:source:)``), a forwarding store's go to its forwarder.
+    func dispatchRecognized(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
+        false
+    }
+
     /// Applies now an action without a payload whose identifier is `identifier`, a kept copy
     /// (``KeptIdentifiers``). The action owns what it holds: from inside a reducer it is queued
     /// as it is, with no copy (and no middleware depth counts there).

@@ -1,5 +1,6 @@
 internal import CJSONC
 import ReduxStore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,6 +17,12 @@ extension Store {
     /// The handle keeps the store alive. When the last reference is released, the observers
     /// registered through it are removed; the store lives on as long as Swift holds it.
     ///
+    /// An action of a registered type is decoded from its payload at each dispatch, except one
+    /// of a type without stored properties (an empty struct, an enum of one case) dispatched
+    /// with a NULL payload: all its values are the same, so the handle decodes it once per
+    /// identifier (its `init(from:)` runs once) and reuses it, which makes such a dispatch
+    /// nearly as cheap as a Swift one.
+    ///
     /// - Parameter actions: the typed actions payloads are decoded into, by identifier.
     /// - Returns: the `rdx_store *`, as Swift imports the C type.
     public func makeCStore(actions: ActionTypes = ActionTypes()) -> OpaquePointer {
@@ -25,9 +32,11 @@ extension Store {
 
 /// A Swift store reached from C: C's actions become typed actions or ``JSONAction``s.
 final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
-    // @unchecked: `store` and `actions` are Sendable; `State` itself need not be.
+    // @unchecked: `store`, `actions` and `recognized` are Sendable; `State` itself need not be.
     let store: Store<State>
     let actions: ActionTypes
+    /// The actions of registered types without stored properties, decoded from no payload once.
+    private let recognized = RecognizedActions()
 
     init(store: Store<State>, actions: ActionTypes) {
         self.store = store
@@ -40,6 +49,17 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
         let action = try makeAction(identifier: identifier, payload: payload)
         try store.checkMiddlewareDepth()
         store.dispatch(erased: action, source: source)
+    }
+
+    /// Applies now the action decoded before for C's `identifier` (not checked yet) without a
+    /// payload, if its type has no stored properties (``ActionTypes/isValueless(_:)``) and the
+    /// identifier has the bytes of one recognized last; false, having done nothing, otherwise.
+    func dispatchRecognized(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
+        guard let entry = recognized.entry(for: identifier) else { return false }
+        try store.checkMiddlewareDepth()
+        // The entry lives as long as the store's core: its action is lent, not copied.
+        entry._withUnsafeGuaranteedRef { store.dispatch(erased: $0.action, source: source) }
+        return true
     }
 
     /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values
@@ -64,12 +84,76 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
             return length
         }
         if let decode = actions.decoder(for: name) {
+            let action: any Action
             do {
-                return try decode(payload)
+                action = try decode(payload)
             } catch {
                 throw StoreError(coding: error, prefix: "payload")
             }
+            if payload == nil, actions.isValueless(name) { recognized.keep(action, for: identifier) }
+            return action
         }
         return try JSONAction(identifier: name, jsonCPayload: payload)
+    }
+}
+
+/// The actions a Swift store handed to C decoded from no payload for registered types without
+/// stored properties (``ActionTypes/isValueless(_:)``), for the store's next dispatches: every
+/// value of such a type is the same, so a NULL-payload dispatch of the same identifier reuses
+/// the one decoded, without the identifier's check, its `String`, the registry's lookup or the
+/// decoder. (Its `init(from:)` runs once per store and identifier.)
+///
+/// As ``KeptIdentifiers``: eight slots, one chosen by the caller's address of the identifier,
+/// each holding an entry with a copy of the identifier; a dispatch compares the bytes. At most
+/// ``limit`` entries per store, kept until the store's handle is gone.
+final class RecognizedActions: Sendable {
+    /// An identifier's copy and the action decoded for it.
+    final class Entry: @unchecked Sendable {
+        // @unchecked: the identifier's copy is written once, before the entry is published,
+        // and only read after.
+        let identifier: UnsafeMutablePointer<CChar>
+        let action: any Action
+        init(identifier: UnsafeMutablePointer<CChar>, action: any Action) {
+            self.identifier = identifier
+            self.action = action
+        }
+        deinit { free(identifier) }
+    }
+
+    /// The most identifiers kept.
+    static let limit = 64
+    private let slots: InlineArray<8, Atomic<UInt>> = InlineArray { _ in Atomic(0) }
+    /// Every entry made; they live as long as this object, so a slot's pointer stays valid.
+    private let entries = Locked<[Entry]>([])
+
+    init() {}
+
+    @inline(__always)
+    private static func slot(for identifier: UnsafePointer<CChar>) -> Int {
+        Int(truncatingIfNeeded: UInt(bitPattern: identifier) >> 3) & 7
+    }
+
+    /// The entry of the action kept for `identifier` (C's, not checked yet: read only up to its
+    /// NUL or its first byte that differs), if its slot holds one of the same bytes. Valid as
+    /// long as this object.
+    @inline(__always)
+    func entry(for identifier: UnsafePointer<CChar>) -> Unmanaged<Entry>? {
+        let bits = slots[Self.slot(for: identifier)].load(ordering: .acquiring)
+        guard let pointer = UnsafeRawPointer(bitPattern: bits) else { return nil }
+        let entry = Unmanaged<Entry>.fromOpaque(pointer)
+        return entry._withUnsafeGuaranteedRef { strcmp($0.identifier, identifier) == 0 } ? entry : nil
+    }
+
+    /// Keeps `action`, decoded from no payload for `identifier` (checked), for the next
+    /// dispatches from the same address; nothing past ``limit`` identifiers or without memory.
+    func keep(_ action: any Action, for identifier: UnsafePointer<CChar>) {
+        let entry = entries.withLock { entries -> Entry? in
+            if let known = entries.first(where: { strcmp($0.identifier, identifier) == 0 }) { return known }
+            guard entries.count < Self.limit, let copy = strdup(identifier) else { return nil }
+            entries.append(Entry(identifier: copy, action: action))
+            return entries.last
+        }
+        guard let entry else { return }
+        slots[Self.slot(for: identifier)].store(UInt(bitPattern: Unmanaged.passUnretained(entry).toOpaque()), ordering: .releasing)
     }
 }

@@ -40,8 +40,88 @@ private final class CHandleBox: @unchecked Sendable {
     var handle: OpaquePointer?
 }
 
+/// How many times each type's `init(from:)` ran.
+private let decodes = Recorder<String>()
+
+/// A registered type without stored properties: every value is the same.
+private struct Reset: Action, Decodable {
+    var identifier: String { "board.reset" }
+    init(from decoder: any Decoder) throws { decodes.append("reset") }
+}
+
+/// A registered type with stored properties: it needs a payload.
+private struct Mark: Action, Decodable {
+    var note: String
+    var identifier: String { "board.mark" }
+    init(from decoder: any Decoder) throws {
+        decodes.append("mark")
+        note = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .note)
+    }
+    enum CodingKeys: String, CodingKey { case note }
+}
+
+/// A registered type with a stored property that decodes from no payload: each decode is its
+/// own value.
+private struct Stamp: Action, Decodable {
+    var serial: Int
+    var identifier: String { "board.stamp" }
+    init(from decoder: any Decoder) throws {
+        decodes.append("stamp")
+        serial = decodes.all.count
+    }
+}
+
 @Suite("A Swift store handed to C")
 struct SwiftStoreInCTests {
+    @Test("an action of a type without stored properties, NULL payload: decoded once, then recognized by its bytes")
+    func valuelessDecodedOnce() {
+        let seen = Recorder<String>()
+        let reducer: Reducer<CounterState> = { state, action in
+            if let stamp = action as? Stamp {
+                seen.append("Stamp \(stamp.serial)")
+            } else {
+                seen.append(action is Reset ? "Reset" : action is Mark ? "Mark" : "\(type(of: action)):\(action.identifier)")
+            }
+            state.count += 1
+        }
+        let store = Store(reducers: [reducer], state: CounterState())
+        var actions = CActionTypes()
+        actions.register(Reset.self, for: "board.reset")
+        actions.register(Mark.self, for: "board.mark")
+        actions.register(Stamp.self, for: "board.stamp")
+        let handle = store.makeCStore(actions: actions)
+        defer { rdx_store_release(handle) }
+
+        var identifier = Array("board.reset".utf8CString) + Array(repeating: 0, count: 8)
+        identifier.withUnsafeBufferPointer { buffer in
+            for _ in 0..<3 { #expect(rdx_store_dispatch_action(handle, buffer.baseAddress, nil) == RDX_OK) }
+        }
+        // Other bytes at the same address: those are the action's.
+        for (text, expected) in [("board.mark", RDX_EDECODE), ("board.other", RDX_OK), ("board.reset", RDX_OK)] {
+            for (index, byte) in text.utf8CString.enumerated() { identifier[index] = byte }
+            identifier.withUnsafeBufferPointer { #expect(rdx_store_dispatch_action(handle, $0.baseAddress, nil) == expected) }
+        }
+        identifier[0] = CChar(bitPattern: 0xC3)
+        identifier[1] = 0
+        identifier.withUnsafeBufferPointer { #expect(rdx_store_dispatch_action(handle, $0.baseAddress, nil) == RDX_EDECODE) }
+        // With a payload it is decoded each time; a failed decode is not kept.
+        let empty = json_tokener_parse("{}"), note = json_tokener_parse(#"{"note": "x"}"#)
+        defer {
+            json_object_put(empty)
+            json_object_put(note)
+        }
+        #expect(rdx_store_dispatch_action(handle, "board.reset", empty) == RDX_OK)
+        #expect(rdx_store_dispatch_action(handle, "board.mark", nil) == RDX_EDECODE)
+        #expect(rdx_store_dispatch_action(handle, "board.mark", note) == RDX_OK)
+        // A type with stored properties is decoded at each dispatch, even from no payload.
+        #expect(rdx_store_dispatch_action(handle, "board.stamp", nil) == RDX_OK)
+        #expect(rdx_store_dispatch_action(handle, "board.stamp", nil) == RDX_OK)
+
+        #expect(seen.all == ["Reset", "Reset", "Reset", "JSONAction:board.other", "Reset", "Reset", "Mark", "Stamp 6", "Stamp 7"])
+        #expect(decodes.all == ["reset", "mark", "reset", "mark", "mark", "stamp", "stamp"])
+        #expect(store.version == 9)
+    }
+
     @Test("a middleware dispatching through C without end gets RDX_ELIMIT at the depth limit")
     func middlewareDepthThroughC() {
         #expect(RDX_MAX_MIDDLEWARE_DEPTH == StoreLimits.maximumMiddlewareDepth)

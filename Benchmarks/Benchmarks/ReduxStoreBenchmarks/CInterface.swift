@@ -103,6 +103,16 @@ func registerCBenchmarks() {
     } setup: {
         SwiftStoreHandle(Store(reducers: counterReducers(1), state: Counter()))
     }
+
+    // The same store, an identifier registered for a type without stored properties: decoded
+    // into a `Tick` that reaches the reducers typed.
+    Benchmark("c.swiftstore.dispatch.registered", configuration: configuration) { benchmark, fixture in
+        for _ in benchmark.scaledIterations {
+            precondition(rdx_store_dispatch_action(fixture.handle.pointer, "counter.tick", nil) == RDX_OK)
+        }
+    } setup: {
+        SwiftStoreHandle(Store(reducers: tickReducers(), state: Counter()), actions: tickActionTypes())
+    }
 }
 
 /// The C reducer: adds the payload's "amount" (1 when there is no payload) to "count", in place.
@@ -177,9 +187,9 @@ final class SwiftStoreHandle: @unchecked Sendable {
     let store: Store<Counter>
     let handle: CStore.Handle
 
-    init(_ store: Store<Counter>) {
+    init(_ store: Store<Counter>, actions: ActionTypes = ActionTypes()) {
         self.store = store
-        handle = CStore.Handle(pointer: store.makeCStore())
+        handle = CStore.Handle(pointer: store.makeCStore(actions: actions))
     }
 }
 

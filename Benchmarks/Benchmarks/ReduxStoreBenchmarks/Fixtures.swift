@@ -48,6 +48,12 @@ struct Increment: Action {
     var identifier: String { "counter.add" }
 }
 
+/// An action without stored properties, as a C program dispatches it with a NULL payload to a
+/// Swift store that registered its type (`ActionTypes`).
+struct Tick: Action, Codable {
+    var identifier: String { "counter.tick" }
+}
+
 struct Toggle: Action {
     var index: Int
     var identifier: String { "todo.toggle" }
@@ -69,6 +75,18 @@ func counterReducers(_ count: Int) -> [Reducer<Counter>] {
             if action.identifier == mine { state.count = 0 }
         }
     }
+}
+
+/// The counter reducer for ``Tick``, casting as the first of ``counterReducers(_:)`` does.
+func tickReducers() -> [Reducer<Counter>] {
+    [{ state, action in if action is Tick { state.count &+= 1 } }]
+}
+
+/// ``Tick`` registered for its identifier: what a Swift store handed to C decodes it with.
+func tickActionTypes() -> ActionTypes {
+    var types = ActionTypes()
+    types.register(Tick.self, for: "counter.tick")
+    return types
 }
 
 /// The counter reducers of ``counterReducers(_:)`` routed: the first registered for `Increment`

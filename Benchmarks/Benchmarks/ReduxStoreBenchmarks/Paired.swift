@@ -80,7 +80,8 @@ final class PairedDispatch: @unchecked Sendable {
         /// A C store, NULL payload, the counter's reducer for "counter.add" among 10 routed by
         /// identifier.
         case cRouted
-        /// A Swift store handed to C, NULL payload.
+        /// A Swift store handed to C, NULL payload, an identifier registered for a type
+        /// without stored properties (`Tick`), its reducer casting.
         case swiftStoreInC
     }
 
@@ -101,7 +102,7 @@ final class PairedDispatch: @unchecked Sendable {
     private let broadcastNoObserver = Store(reducers: counterReducers(1), state: Counter())
     private let todos = Store(reducers: todoReducers(1), state: TodoList(count: 100_000))
     private let cRouted = CStore(state: json_tokener_parse(#"{"count": 0}"#), routedAmong: 10)
-    private let swiftStoreInC = SwiftStoreHandle(Store(reducers: counterReducers(1), state: Counter()))
+    private let swiftStoreInC = SwiftStoreHandle(Store(reducers: tickReducers(), state: Counter()), actions: tickActionTypes())
     private var todoIndex = 0
     private var samples = 0
 
@@ -143,7 +144,7 @@ final class PairedDispatch: @unchecked Sendable {
             for _ in 0..<1_000 { precondition(rdx_store_dispatch_action(cRouted.pointer, "counter.add", nil) == RDX_OK) }
         case .swiftStoreInC:
             for _ in 0..<1_000 {
-                precondition(rdx_store_dispatch_action(swiftStoreInC.handle.pointer, "counter.add", nil) == RDX_OK)
+                precondition(rdx_store_dispatch_action(swiftStoreInC.handle.pointer, "counter.tick", nil) == RDX_OK)
             }
         }
         return DispatchTime.now().uptimeNanoseconds - start

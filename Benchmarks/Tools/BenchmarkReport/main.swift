@@ -281,8 +281,10 @@ pairedRatio("C", "C dispatch, NULL payload (C store, reducers routed by identifi
             "dispatch.paired", "cRoutedPerMille", atMost: 1.2)
 ratio("C", "(beside it) the same with one reducer for every action",
       "c.dispatch.null", "dispatch.store.counter.r1.o0")
-pairedRatio("C", "C dispatch, NULL payload (Swift store handed to C) ÷ Swift dispatch (paired)",
+pairedRatio("C", "C dispatch, NULL payload (Swift store handed to C, identifier registered) ÷ Swift dispatch (paired)",
             "dispatch.paired", "swiftStoreInCPerMille", atMost: 1.3)
+ratio("C", "(beside it) an identifier not registered: a JSONAction",
+      "c.swiftstore.dispatch.null", "dispatch.store.counter.r1.o0")
 ratio("C", "rdx_store_dispatch_json of a small action ÷ json-c parsing and freeing the same text",
       "c.dispatch.json", "c.jsonc.parse", atMost: 1.3)
 ratio("C", "rdx_store_dispatch_batch_json of 10 small actions ÷ json-c parsing and freeing the same text",

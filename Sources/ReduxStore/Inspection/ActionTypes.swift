@@ -22,6 +22,9 @@ public struct ActionTypes: Sendable {
     typealias DecodeJSONAction = @Sendable (JSONAction) throws -> any Action
 
     private var decoders: [JSONKey: Decode] = [:]
+    /// The identifiers whose type has no stored properties (its size is 0): every value of it
+    /// is the same, so an action of it decoded from no payload may be decoded once and kept.
+    private var valueless: Set<JSONKey> = []
     /// The same types' decoders from a ``JSONAction``, by identifier, for a store with routed
     /// reducers (``Reducers``), which decodes a dispatched ``JSONAction`` of a registered identifier.
     private(set) var jsonActionDecoders: [JSONKey: DecodeJSONAction] = [:]
@@ -32,6 +35,11 @@ public struct ActionTypes: Sendable {
     public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
         decoders[JSONKey(identifier)] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
         jsonActionDecoders[JSONKey(identifier)] = { action in try action.decodePayload(as: A.self) }
+        if MemoryLayout<A>.size == 0 {
+            valueless.insert(JSONKey(identifier))
+        } else {
+            valueless.remove(JSONKey(identifier))
+        }
     }
 
     /// Whether no type is registered.
@@ -43,6 +51,13 @@ public struct ActionTypes: Sendable {
     /// The decoder registered for `identifier`.
     package func decoder(for identifier: String) -> Decode? {
         decoders.isEmpty ? nil : decoders[JSONKey(identifier)]
+    }
+
+    /// Whether the type registered for `identifier` has no stored properties (an empty struct,
+    /// an enum of one case): all its values are the same, so one decoded from no payload stands
+    /// for every later one, and a store may decode it once.
+    package func isValueless(_ identifier: String) -> Bool {
+        !valueless.isEmpty && valueless.contains(JSONKey(identifier))
     }
 
     /// The action an identifier and its payload (a json-c tree, borrowed; NULL: none) stand for:
