@@ -48,11 +48,15 @@ final class CStoreHandle: @unchecked Sendable {
     /// protocol's witness table for ``dispatchKept(_:source:)``. Unretained, so that a dispatch
     /// retains nothing to read it: `core` keeps it alive.
     private let treeCore: Unmanaged<JSONCTreeStoreCore>?
+    /// For a Swift store: the actions its core decoded once, looked up here so that a miss costs
+    /// no call. Unretained: `core` keeps it alive.
+    private let recognized: Unmanaged<RecognizedActions>?
 
     init(core: any CStoreCore, forwarding: CForwarding? = nil) {
         self.core = core
         self.forwarding = forwarding
         treeCore = forwarding == nil ? (core as? JSONCTreeStoreCore).map(Unmanaged.passUnretained) : nil
+        recognized = forwarding == nil ? core.recognizedActions.map(Unmanaged.passUnretained) : nil
     }
 
     // MARK: Actions
@@ -84,8 +88,9 @@ final class CStoreHandle: @unchecked Sendable {
     @inline(__always)
     func dispatchKept(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
         guard let treeCore else {
-            guard forwarding == nil else { return false }
-            return try core.dispatchRecognized(identifier, source: source)
+            guard let entry = recognized?._withUnsafeGuaranteedRef({ $0.entry(for: identifier) }) else { return false }
+            try core.dispatch(recognized: entry, source: source)
+            return true
         }
         guard let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) }) else { return false }
         let failure = treeCore._withUnsafeGuaranteedRef { core -> StoreError? in

@@ -72,10 +72,13 @@ final class JSONCTreeStoreCore: CStoreCore {
         }
     }
 
-    /// False: a tree store's kept identifiers are applied by its handle
-    /// (``CStoreHandle/dispatchKept(_:source:)``), a forwarding store's go to its forwarder.
-    func dispatchRecognized(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
-        false
+    /// None: a tree store's actions are C's own, applied without a decode (its kept identifiers
+    /// are its handle's fast path, ``CStoreHandle/dispatchKept(_:source:)``).
+    var recognizedActions: RecognizedActions? { nil }
+
+    /// Never called: ``recognizedActions`` is nil, so the handle finds no entry to pass.
+    func dispatch(recognized entry: Unmanaged<RecognizedActions.Entry>, source: DispatchSite) throws(StoreError) {
+        preconditionFailure("ReduxStore: a store created from C has no recognized actions")
     }
 
     /// Applies now an action without a payload whose identifier is `identifier`, a kept copy

@@ -51,15 +51,14 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
         store.dispatch(erased: action, source: source)
     }
 
-    /// Applies now the action decoded before for C's `identifier` (not checked yet) without a
-    /// payload, if its type has no stored properties (``ActionTypes/isValueless(_:)``) and the
-    /// identifier has the bytes of one recognized last; false, having done nothing, otherwise.
-    func dispatchRecognized(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
-        guard let entry = recognized.entry(for: identifier) else { return false }
+    var recognizedActions: RecognizedActions? { recognized }
+
+    /// Applies now the action decoded before for an identifier without a payload, whose type
+    /// has no stored properties (``ActionTypes/isValueless(_:)``).
+    func dispatch(recognized entry: Unmanaged<RecognizedActions.Entry>, source: DispatchSite) throws(StoreError) {
         try store.checkMiddlewareDepth()
-        // The entry lives as long as the store's core: its action is lent, not copied.
+        // The entry lives as long as this core: its action is lent, not copied.
         entry._withUnsafeGuaranteedRef { store.dispatch(erased: $0.action, source: source) }
-        return true
     }
 
     /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values
