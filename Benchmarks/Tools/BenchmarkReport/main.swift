@@ -277,13 +277,13 @@ for size in [1_000, 100_000] {
           "snapshot.store.todos\(size).readers10", "snapshot.foundation.todos\(size).readers10", atMost: 0.15)
 }
 // C dispatch.
-pairedRatio("C", "C dispatch, NULL payload (C store, reducers routed by identifier, 10 of them) ÷ Swift dispatch (counter, 1 reducer, 0 observers; paired)",
+pairedRatio("C", "C dispatch, NULL payload (C store, 10 reducers routed by identifier) ÷ Swift dispatch (counter, 1 reducer, 0 observers; paired)",
             "dispatch.paired", "cRoutedPerMille", atMost: 1.2)
 ratio("C", "(beside it) the same with one reducer for every action",
       "c.dispatch.null", "dispatch.store.counter.r1.o0")
 pairedRatio("C", "C dispatch, NULL payload (Swift store handed to C, identifier registered) ÷ Swift dispatch (paired)",
             "dispatch.paired", "swiftStoreInCPerMille", atMost: 1.3)
-ratio("C", "(beside it) an identifier not registered: a JSONAction",
+ratio("C", "(beside it) not registered: a JSONAction",
       "c.swiftstore.dispatch.null", "dispatch.store.counter.r1.o0")
 ratio("C", "rdx_store_dispatch_json of a small action ÷ json-c parsing and freeing the same text",
       "c.dispatch.json", "c.jsonc.parse", atMost: 1.3)
