@@ -10,8 +10,11 @@
 /// rather than reading the wrong bytes. Each read names the container `as any Action`: passed
 /// to a generic parameter as it is, an existential is opened, and the bytes would be the held
 /// value's.
+@usableFromInline
 package enum ActionContainer {
     /// The byte offset of the held type's metadata in the container.
+    /// It is also the size of the inline buffer, where a value of at most that size is stored.
+    @inlinable @usableFromInline
     package static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
 
     /// Checks the layout once (a store's initializer calls it).

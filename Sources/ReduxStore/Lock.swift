@@ -182,13 +182,22 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
     @inline(__always)
     func unlock() {
         withUnsafeMutablePointerToElements { primitives in
-            #if DEBUG
-            precondition(primitives.pointee.owner.load(ordering: .relaxed) == currentThreadID(),
-                         "ReduxStore: a lock released by a thread not holding it")
-            primitives.pointee.owner.store(0, ordering: .relaxed)
-            #endif
-            if primitives.pointee.word.exchange(0, ordering: .releasing) == 2 { wakeWaiter(primitives) }
+            if Self.releaseWord(primitives, "ReduxStore: a lock released by a thread not holding it") {
+                wakeWaiter(primitives)
+            }
         }
+    }
+
+    /// Releases the word (in debug builds, first checks that this thread holds it and forgets
+    /// the owner, else stops with `misuse`); true when a thread may be waiting for it, which the
+    /// caller then wakes.
+    @inline(__always)
+    private static func releaseWord(_ primitives: UnsafeMutablePointer<LockPrimitives>, _ misuse: StaticString) -> Bool {
+        #if DEBUG
+        precondition(primitives.pointee.owner.load(ordering: .relaxed) == currentThreadID(), "\(misuse)")
+        primitives.pointee.owner.store(0, ordering: .relaxed)
+        #endif
+        return primitives.pointee.word.exchange(0, ordering: .releasing) == 2
     }
 
     /// ``unlock()`` when a thread may be waiting for the word: wakes one.
@@ -231,12 +240,7 @@ final class LockStorage<Value>: ManagedBuffer<Value, LockPrimitives> {
 
     /// ``unlock()`` by a thread holding the mutex: wakes a waiter for the word itself.
     private func releaseHoldingMutex(_ primitives: UnsafeMutablePointer<LockPrimitives>) {
-        #if DEBUG
-        precondition(primitives.pointee.owner.load(ordering: .relaxed) == currentThreadID(),
-                     "ReduxStore: a wait by a thread not holding the lock")
-        primitives.pointee.owner.store(0, ordering: .relaxed)
-        #endif
-        if primitives.pointee.word.exchange(0, ordering: .releasing) == 2 {
+        if Self.releaseWord(primitives, "ReduxStore: a wait by a thread not holding the lock") {
             check(pthread_cond_signal(&primitives.pointee.waiters), "pthread_cond_signal")
         }
     }

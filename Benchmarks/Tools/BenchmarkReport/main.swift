@@ -214,15 +214,7 @@ var goals: [Goal] = []
         print("warning: \(numerator) or \(denominator) is missing from the run")
         return
     }
-    let value = top / (bottom * scale)
-    if let atMost {
-        goals.append(Goal(goal: goal, measure: measure, value: value, target: "≤ \(format(atMost))×", met: value <= atMost))
-    } else if let atLeast {
-        goals.append(Goal(goal: goal, measure: measure, value: value, target: "≥ \(format(atLeast))×", met: value >= atLeast))
-    } else {
-        // A figure reported beside a goal, with no target of its own.
-        goals.append(Goal(goal: goal, measure: measure, value: value, target: "—", met: true))
-    }
+    addGoal(goal, measure, top / (bottom * scale), atMost: atMost, atLeast: atLeast)
 }
 
 /// A goal measured by a paired benchmark: the median of its samples' ratio `metric`.
@@ -231,8 +223,19 @@ var goals: [Goal] = []
         print("warning: \(benchmark)'s \(metric) is missing from the run")
         return
     }
-    let value = perMille / 1_000
-    goals.append(Goal(goal: goal, measure: measure, value: value, target: "≤ \(format(atMost))×", met: value <= atMost))
+    addGoal(goal, measure, perMille / 1_000, atMost: atMost)
+}
+
+/// The row of a ratio `value`: held to `atMost` or `atLeast`, or, with neither, a figure shown
+/// beside a goal.
+@MainActor func addGoal(_ goal: String, _ measure: String, _ value: Double, atMost: Double? = nil, atLeast: Double? = nil) {
+    if let atMost {
+        goals.append(Goal(goal: goal, measure: measure, value: value, target: "≤ \(format(atMost))×", met: value <= atMost))
+    } else if let atLeast {
+        goals.append(Goal(goal: goal, measure: measure, value: value, target: "≥ \(format(atLeast))×", met: value >= atLeast))
+    } else {
+        goals.append(Goal(goal: goal, measure: measure, value: value, target: "—", met: true))
+    }
 }
 
 func format(_ value: Double) -> String {
@@ -309,29 +312,24 @@ ratio("composition", "one action of a batch of 10 ÷ one dispatch (counter, 1 re
 // ratios); the writer catches up between samples (the sustained rate is the disk's:
 // inspection.journal.sustained).
 if let perMille = figures["inspection.journal.paired.counter"]?.journalPerMille {
-    let value = perMille / 1_000
-    goals.append(Goal(goal: "inspection", measure: "dispatch with the journal on ÷ without (counter, 1 reducer, 0 observers; writer keeping up; paired)",
-                      value: value, target: "≤ 2×", met: value <= 2))
+    addGoal("inspection", "dispatch with the journal on ÷ without (counter, 1 reducer, 0 observers; writer keeping up; paired)",
+            perMille / 1_000, atMost: 2)
 }
 // The live inspector's cost per action, against the same store without an inspector, the
 // stores side by side in each sample (inspection.inspector.paired: the median of the samples'
 // ratios); the page catches up, not timed, after each burst on its store.
 if let paired = figures["inspection.inspector.paired.counter"] {
     if let perMille = paired.inspectorPagePerMille {
-        let value = perMille / 1_000
-        goals.append(Goal(goal: "inspection", measure: "dispatch with the inspector on and one page connected ÷ without an inspector (counter, 1 reducer, 0 observers; page keeping up; paired)",
-                          value: value, target: "≤ 1.10×", met: value <= 1.1))
+        addGoal("inspection", "dispatch with the inspector on and one page connected ÷ without an inspector (counter, 1 reducer, 0 observers; page keeping up; paired)",
+                perMille / 1_000, atMost: 1.1)
     }
     if let perMille = paired.inspectorIdlePerMille {
-        let value = perMille / 1_000
-        goals.append(Goal(goal: "inspection", measure: "dispatch with the inspector on and no page ÷ without an inspector (counter, 1 reducer, 0 observers; paired)",
-                          value: value, target: "≤ 1.10×", met: value <= 1.1))
+        addGoal("inspection", "dispatch with the inspector on and no page ÷ without an inspector (counter, 1 reducer, 0 observers; paired)",
+                perMille / 1_000, atMost: 1.1)
     }
     // The ablation: what the backlog for a page opened later costs, by difference.
     if let perMille = paired.inspectorQuietPerMille {
-        let value = perMille / 1_000
-        goals.append(Goal(goal: "inspection", measure: "the same with keptActions 0 (nothing recorded until a page connects; paired)",
-                          value: value, target: "—", met: true))
+        addGoal("inspection", "the same with keptActions 0 (nothing recorded until a page connects; paired)", perMille / 1_000)
     }
 }
 // The live inspector on a C store (Benchmarks/C/inspector_dispatch.c, run by scripts/bench):
@@ -339,10 +337,8 @@ if let paired = figures["inspection.inspector.paired.counter"] {
 // after each burst, not timed.
 if let cInspector {
     for (name, state) in [("C counter", cInspector.counter), ("C, 2,000 members", cInspector.members2000)] {
-        goals.append(Goal(goal: "inspection", measure: "\(name): dispatch, one page ÷ no inspector (paired bursts)",
-                          value: state.page, target: "≤ 1.10×", met: state.page <= 1.1))
-        goals.append(Goal(goal: "inspection", measure: "\(name): 8 pages ÷ no inspector",
-                          value: state.pages8, target: "≤ 1.20×", met: state.pages8 <= 1.2))
+        addGoal("inspection", "\(name): dispatch, one page ÷ no inspector (paired bursts)", state.page, atMost: 1.1)
+        addGoal("inspection", "\(name): 8 pages ÷ no inspector", state.pages8, atMost: 1.2)
     }
 }
 ratio("inspection", "diff of two 100,000-todo states with one change ÷ a snapshot of that state",

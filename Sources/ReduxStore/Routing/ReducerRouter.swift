@@ -36,8 +36,8 @@ final class ReducerRouter: @unchecked Sendable {
 
     /// The reducers of one action type.
     final class Route {
-        /// The type's identity.
-        let type: ObjectIdentifier
+        /// The type's identity (``ActionContainer/identity(of:)``).
+        let type: UInt
         /// The reducers of this type and those of every action, in the order they were added:
         /// what an action of this type runs when its identifier has no reducers of its own.
         let plan: Plan
@@ -52,7 +52,7 @@ final class ReducerRouter: @unchecked Sendable {
         @exclusivity(unchecked) var lastIdentifier: String?
         @exclusivity(unchecked) var lastPlan: Unmanaged<Plan>
 
-        init(type: ObjectIdentifier, plan: Plan) {
+        init(type: UInt, plan: Plan) {
             self.type = type
             self.plan = plan
             run = plan.run
@@ -69,7 +69,7 @@ final class ReducerRouter: @unchecked Sendable {
     /// The decoders of the registered action types, by identifier (``Reducers/actions``).
     private let decoders: [JSONKey: ActionTypes.DecodeJSONAction]
     /// `JSONAction`'s type identity.
-    private let jsonActionType = ObjectIdentifier(JSONAction.self)
+    private let jsonActionType = ActionContainer.identity(of: JSONAction.self)
 
     /// One slot of the table: a type identity's bits (0: empty) and its route, held unretained
     /// (``routes`` keeps it), so that a lookup retains nothing.
@@ -156,12 +156,11 @@ final class ReducerRouter: @unchecked Sendable {
 
     /// The route of the type `type`, made on its first action.
     @inline(__always)
-    private func route(of type: ObjectIdentifier) -> Unmanaged<Route> {
-        let key = UInt(bitPattern: type)
-        var index = home(of: key)
+    private func route(of type: UInt) -> Unmanaged<Route> {
+        var index = home(of: type)
         while true {
             let slot = slots[index]
-            if slot.key == key { return slot.route.unsafelyUnwrapped }
+            if slot.key == type { return slot.route.unsafelyUnwrapped }
             if slot.key == 0 { return addRoute(of: type, at: index) }
             index = (index &+ 1) & mask
         }
@@ -178,13 +177,13 @@ final class ReducerRouter: @unchecked Sendable {
     /// Makes the route of `type`, whose key belongs at `index` (empty), and keeps it; grows
     /// the table first when it would be more than half full.
     @inline(never)
-    private func addRoute(of type: ObjectIdentifier, at index: Int) -> Unmanaged<Route> {
+    private func addRoute(of type: UInt, at index: Int) -> Unmanaged<Route> {
         let route = Route(type: type, plan: plan(where: { $0 == .type(type) || $0 == .always }))
         routes.append(route)
         if 2 * routes.count > slots.count {
             grow()  // puts every route in, this one too
         } else {
-            slots[index] = Slot(key: UInt(bitPattern: type), route: .passUnretained(route))
+            slots[index] = Slot(key: type, route: .passUnretained(route))
         }
         _checkInvariants()
         return .passUnretained(route)
@@ -201,10 +200,9 @@ final class ReducerRouter: @unchecked Sendable {
 
     /// Puts `route` at its hash's index or the first free one after it (there is one).
     private func insert(_ route: Route) {
-        let key = UInt(bitPattern: route.type)
-        var index = home(of: key)
+        var index = home(of: route.type)
         while slots[index].key != 0 { index = (index &+ 1) & mask }
-        slots[index] = Slot(key: key, route: .passUnretained(route))
+        slots[index] = Slot(key: route.type, route: .passUnretained(route))
     }
 
     /// The plan of the reducers whose match passes `include`, in the order added.
@@ -237,7 +235,7 @@ final class ReducerRouter: @unchecked Sendable {
         for index in slots.indices where slots[index].key != 0 {
             used += 1
             guard let route = slots[index].route?.takeUnretainedValue(),
-                  UInt(bitPattern: route.type) == slots[index].key,
+                  route.type == slots[index].key,
                   routes.contains(where: { $0 === route })
             else {
                 preconditionFailure("ReduxStore: a reducer table key without its route, or a route not kept")
@@ -295,6 +293,6 @@ extension ReducerRouter.Route {
 /// looks through a class instance to its dynamic class), and opening the existential calls a
 /// helper to find the value.
 @inline(__always)
-func boxedType(of action: any Action) -> ObjectIdentifier {
-    ObjectIdentifier(unsafeBitCast(ActionContainer.typeIdentity(of: action), to: Any.Type.self))
+func boxedType(of action: any Action) -> UInt {
+    ActionContainer.typeIdentity(of: action)
 }

@@ -83,7 +83,7 @@ public struct Reducers<State>: Sendable {
     public mutating func on<A: Action>(
         _ type: A.Type, _ reduce: @escaping @Sendable (_ state: inout State, _ action: A) -> Void
     ) {
-        entries.append(RoutedReducer(match: .type(ObjectIdentifier(A.self)), reduce: erasedTyped(reduce)))
+        entries.append(RoutedReducer(match: .type(ActionContainer.identity(of: A.self)), reduce: erasedTyped(reduce)))
     }
 
     /// Adds a reducer for actions whose ``Action/identifier`` is `identifier`.
@@ -173,8 +173,9 @@ struct RoutedReducer: Sendable {
     /// Which actions a routed reducer handles.
     @usableFromInline
     enum Match: Sendable, Equatable {
-        /// Actions boxed as exactly this type (``ReducerRouter/run(_:_:)``).
-        case type(ObjectIdentifier)
+        /// Actions boxed as exactly this type, by its identity (``ActionContainer/identity(of:)``,
+        /// ``ReducerRouter/run(_:_:)``).
+        case type(UInt)
         /// Actions of this identifier (code points compared).
         case identifier(JSONKey)
         /// Every action.
@@ -273,10 +274,10 @@ func erasedTyped<State, A: Action>(
 /// value witness called to copy it out and destroy the copy.
 @inlinable @inline(__always)
 func projection<A: Action>(of action: any Action, as _: A.Type) -> A {
-    let words = 3 * MemoryLayout<Int>.size
-    if _isPOD(A.self) && MemoryLayout<A>.size <= words && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment {
+    let inline = ActionContainer.typeOffset
+    if _isPOD(A.self) && MemoryLayout<A>.size <= inline && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment {
         return withUnsafeBytes(of: action as any Action) { container in
-            assert(container.load(fromByteOffset: words, as: UInt.self) == UInt(bitPattern: ObjectIdentifier(A.self)),
+            assert(ActionContainer.typeIdentity(at: container.baseAddress!) == ActionContainer.identity(of: A.self),
                    "ReduxStore: an action read as a type it was not boxed as")
             return container.load(as: A.self)
         }
