@@ -269,7 +269,35 @@ final class CActionKeeper {
 /// Read by any dispatching thread, written under the store's lock: atomic words,
 /// the copies they point to never written again.
 final class KeptIdentifiers: Sendable {
-    private let slots: InlineArray<8, Atomic<UInt>> = InlineArray { _ in Atomic(0) }
+    private let slots = SlotsByAddress()
+
+    init() {}
+
+    /// The kept copy of `identifier` (C's, not checked yet: read only up to its NUL or its first
+    /// byte that differs), if its slot holds one with the same bytes.
+    @inline(__always)
+    func kept(_ identifier: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
+        guard let kept = UnsafePointer<CChar>(bitPattern: slots.load(for: identifier)),
+              strcmp(kept, identifier) == 0
+        else { return nil }
+        return kept
+    }
+
+    /// Publishes `kept`, the kept copy of `identifier` (which has been checked).
+    @inline(__always)
+    func publish(_ kept: UnsafePointer<CChar>, for identifier: UnsafePointer<CChar>) {
+        slots.store(UInt(bitPattern: kept), for: identifier)
+    }
+}
+
+/// Eight atomic words, one chosen by the address of a caller's identifier (a literal has one
+/// address): where a store remembers what it made of the identifiers dispatched last
+/// (``KeptIdentifiers``, ``RecognizedActions``). A word holds the address of something that
+/// carries a copy of the identifier, which a reader compares byte for byte with the caller's:
+/// a slot taken over by another identifier costs only the comparison. Written with release
+/// ordering, read with acquire, so what the word points to is whole when it is read.
+struct SlotsByAddress: ~Copyable, Sendable {
+    private let words: InlineArray<8, Atomic<UInt>> = InlineArray { _ in Atomic(0) }
 
     init() {}
 
@@ -278,18 +306,15 @@ final class KeptIdentifiers: Sendable {
         Int(truncatingIfNeeded: UInt(bitPattern: identifier) >> 3) & 7
     }
 
-    /// The kept copy of `identifier` (C's, not checked yet: read only up to its NUL or its first
-    /// byte that differs), if its slot holds one with the same bytes.
+    /// The word of `identifier`'s slot: 0, or an address stored there.
     @inline(__always)
-    func kept(_ identifier: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
-        let bits = slots[Self.slot(for: identifier)].load(ordering: .acquiring)
-        guard let kept = UnsafePointer<CChar>(bitPattern: bits), strcmp(kept, identifier) == 0 else { return nil }
-        return kept
+    func load(for identifier: UnsafePointer<CChar>) -> UInt {
+        words[Self.slot(for: identifier)].load(ordering: .acquiring)
     }
 
-    /// Publishes `kept`, the kept copy of `identifier` (which has been checked).
+    /// Stores `address` in `identifier`'s slot.
     @inline(__always)
-    func publish(_ kept: UnsafePointer<CChar>, for identifier: UnsafePointer<CChar>) {
-        slots[Self.slot(for: identifier)].store(UInt(bitPattern: kept), ordering: .releasing)
+    func store(_ address: UInt, for identifier: UnsafePointer<CChar>) {
+        words[Self.slot(for: identifier)].store(address, ordering: .releasing)
     }
 }

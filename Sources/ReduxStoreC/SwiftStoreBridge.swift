@@ -102,9 +102,8 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
 /// the one decoded, without the identifier's check, its `String`, the registry's lookup or the
 /// decoder. (Its `init(from:)` runs once per store and identifier.)
 ///
-/// As ``KeptIdentifiers``: eight slots, one chosen by the caller's address of the identifier,
-/// each holding an entry with a copy of the identifier; a dispatch compares the bytes. At most
-/// ``limit`` entries per store, kept until the store's handle is gone.
+/// As ``KeptIdentifiers``: ``SlotsByAddress``, each slot holding an entry with a copy of the
+/// identifier. At most ``limit`` entries per store, kept until the store's handle is gone.
 final class RecognizedActions: Sendable {
     /// An identifier's copy and the action decoded for it.
     final class Entry: @unchecked Sendable {
@@ -121,24 +120,18 @@ final class RecognizedActions: Sendable {
 
     /// The most identifiers kept.
     static let limit = 64
-    private let slots: InlineArray<8, Atomic<UInt>> = InlineArray { _ in Atomic(0) }
+    private let slots = SlotsByAddress()
     /// Every entry made; they live as long as this object, so a slot's pointer stays valid.
     private let entries = Locked<[Entry]>([])
 
     init() {}
-
-    @inline(__always)
-    private static func slot(for identifier: UnsafePointer<CChar>) -> Int {
-        Int(truncatingIfNeeded: UInt(bitPattern: identifier) >> 3) & 7
-    }
 
     /// The entry of the action kept for `identifier` (C's, not checked yet: read only up to its
     /// NUL or its first byte that differs), if its slot holds one of the same bytes. Valid as
     /// long as this object.
     @inline(__always)
     func entry(for identifier: UnsafePointer<CChar>) -> Unmanaged<Entry>? {
-        let bits = slots[Self.slot(for: identifier)].load(ordering: .acquiring)
-        guard let pointer = UnsafeRawPointer(bitPattern: bits) else { return nil }
+        guard let pointer = UnsafeRawPointer(bitPattern: slots.load(for: identifier)) else { return nil }
         let entry = Unmanaged<Entry>.fromOpaque(pointer)
         return entry._withUnsafeGuaranteedRef { strcmp($0.identifier, identifier) == 0 } ? entry : nil
     }
@@ -153,6 +146,6 @@ final class RecognizedActions: Sendable {
             return entries.last
         }
         guard let entry else { return }
-        slots[Self.slot(for: identifier)].store(UInt(bitPattern: Unmanaged.passUnretained(entry).toOpaque()), ordering: .releasing)
+        slots.store(UInt(bitPattern: Unmanaged.passUnretained(entry).toOpaque()), for: identifier)
     }
 }

@@ -120,13 +120,7 @@ let counterReduce: @convention(c) (
     OpaquePointer?, UnsafePointer<CChar>?, OpaquePointer?, UnsafeMutableRawPointer?
 ) -> Void = { state, identifier, payload, _ in
     guard let identifier, strcmp(identifier, "counter.add") == 0 else { return }
-    var amount: Int64 = 1
-    if let payload {
-        var value: OpaquePointer?
-        if json_object_object_get_ex(payload, "amount", &value) != 0 { amount = json_object_get_int64(value) }
-    }
-    let count = json_object_object_get(state, "count")
-    json_object_set_int64(count, json_object_get_int64(count) &+ amount)
+    addAmount(state, payload)
 }
 
 /// The C reducer registered for "counter.add" (`rdx_reducer.identifier`): the store calls it
@@ -135,6 +129,12 @@ let counterReduce: @convention(c) (
 let routedCounterReduce: @convention(c) (
     OpaquePointer?, UnsafePointer<CChar>?, OpaquePointer?, UnsafeMutableRawPointer?
 ) -> Void = { state, _, payload, _ in
+    addAmount(state, payload)
+}
+
+/// The counter reducers' work: the payload's "amount" (1 without a payload) added to "count".
+@inline(__always)
+private func addAmount(_ state: OpaquePointer?, _ payload: OpaquePointer?) {
     var amount: Int64 = 1
     if let payload {
         var value: OpaquePointer?
