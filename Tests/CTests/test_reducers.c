@@ -334,6 +334,50 @@ static void test_routed_once(void)
     rdx_store_release(store);
 }
 
+/* More reducer identifiers than the process keeps (RDX_MAX_LOGGED_IDENTIFIERS): those past the
+   limit are the store's own copies, routed by their bytes at each dispatch; every identifier
+   still reaches its own reducer, the first time and the next. Last in this program: the kept
+   names are the process's. */
+static void test_past_the_kept_names(void)
+{
+    enum { COUNT = RDX_MAX_LOGGED_IDENTIFIERS + 100 };
+    static char names[COUNT][24];
+    rdx_reducer *reducers = calloc(COUNT, sizeof *reducers);
+    json_object *initial = json_object_new_object();
+    json_object *state;
+    rdx_store *store;
+    int i, round, wrong = 0;
+
+    TEST("past_the_kept_names");
+    for (i = 0; i < COUNT; i++) {
+        snprintf(names[i], sizeof names[i], "kept/%d", i);
+        reducers[i].reduce = counted_reduce;
+        reducers[i].context = names[i];
+        reducers[i].identifier = names[i];
+    }
+    store = rdx_store_create(initial, reducers, COUNT, NULL);
+    json_object_put(initial);
+    free(reducers);
+    CHECK(store != NULL);
+    if (store == NULL) return;
+    for (round = 0; round < 2; round++) {
+        for (i = 0; i < COUNT; i++) {
+            char identifier[24];
+            snprintf(identifier, sizeof identifier, "kept/%d", i);
+            if (rdx_store_dispatch_action(store, identifier, NULL) != RDX_OK) wrong++;
+            /* The same address again: the fast path where the identifier was kept. */
+            if (rdx_store_dispatch_action(store, identifier, NULL) != RDX_OK) wrong++;
+        }
+    }
+    CHECK_EQ_INT(wrong, 0);
+    state = rdx_store_current_state(store);
+    for (i = 0; i < COUNT; i++)
+        if (util_int(state, names[i]) != 4) wrong++;
+    CHECK_EQ_INT(wrong, 0);
+    json_object_put(state);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     test_routing();
@@ -341,5 +385,6 @@ int main(void)
     test_nested_and_reopened();
     test_many_identifiers();
     test_bad_identifiers();
+    test_past_the_kept_names();
     return check_report();
 }
