@@ -11,7 +11,7 @@ import Glibc
 /// Kept past the call (enqueued, or dispatched from inside a reducer), it owns copies:
 /// ``Storage`` frees them when the last copy of the action is gone.
 struct CAction: Action, @unchecked Sendable {
-    // Three words at most: ``CActionKinds`` reads it from an existential's inline buffer.
+    // Three words at most: ``parts(of:)`` reads it from an existential's inline buffer.
     // @unchecked: the pointers are read only, by the one thread applying the action; an owned
     // payload is a private deep copy no other code references.
     let identifierPointer: UnsafePointer<CChar>
@@ -61,7 +61,7 @@ struct CAction: Action, @unchecked Sendable {
     }
 }
 
-/// What a C action holds, read in place (``CActionKinds/parts(of:)``).
+/// What a C action holds, read in place (``CAction/parts(of:)``).
 enum CActionParts {
     /// A ``KeptCAction``: its identifier is a kept copy (``KeptNames/identifiers``), and it has
     /// no payload.
@@ -83,42 +83,27 @@ enum CActionParts {
     }
 }
 
-/// Recognizes the C actions (``CAction``, ``KeptCAction``) in an `any Action` and reads them in
-/// place: by the type the container names and from its inline buffer (``ActionContainer``'s
-/// layout, which a store checks before it exists), without the runtime's dynamic cast or
-/// dynamic-type lookup (Benchmarks/README.md, "The live inspector on a C store").
-///
-/// The types' identities are read once and kept in the value, and the container's type word is
-/// read here: the core's readers are not inlined across modules, and on the C store's dispatch
-/// the two calls cost as much as the rest of the routing.
-struct CActionKinds {
-    /// The byte offset of the held type's identity in an `any Action`: ``ActionContainer``'s.
-    private static let typeOffset = 3 * MemoryLayout<UInt>.size
-    private let cAction: UInt
-    private let kept: UInt
-
-    /// The kinds; stops the program if the layout read here is not the core's.
-    init() {
-        precondition(ActionContainer.typeOffset == Self.typeOffset,
-                     "ReduxStore: the C face reads an `any Action`'s type where the core does not")
-        // Stored at the start of the container's inline buffer, which holds three words.
-        precondition(MemoryLayout<CAction>.size <= 3 * MemoryLayout<Int>.size
+extension CAction {
+    /// What the C action `action` holds — a ``CAction`` or a ``KeptCAction`` — or nil for any
+    /// other action. Valid while `action` is.
+    ///
+    /// Found by the type its container names and read from the container's inline buffer
+    /// (``ActionContainer``'s layout, which a store checks before it exists), without the
+    /// runtime's dynamic cast or dynamic-type lookup (Benchmarks/README.md, "The live inspector
+    /// on a C store").
+    @inline(__always)
+    static func parts(of action: any Action) -> CActionParts? {
+        // Stored at the start of the container's inline buffer: the condition is known when
+        // compiling, so it costs nothing unless it fails.
+        precondition(MemoryLayout<CAction>.size <= ActionContainer.typeOffset
                      && MemoryLayout<CAction>.alignment <= MemoryLayout<Int>.alignment,
                      "ReduxStore: a CAction no longer fits an existential's inline buffer")
-        cAction = ActionContainer.identity(of: CAction.self)
-        kept = ActionContainer.identity(of: KeptCAction.self)
-    }
-
-    /// For code off the dispatch path.
-    static let shared = CActionKinds()
-
-    /// What the C action `action` holds, or nil for any other action. Valid while `action` is.
-    @inline(__always)
-    func parts(of action: any Action) -> CActionParts? {
-        withUnsafeBytes(of: action as any Action) { bytes in
-            let type = bytes.load(fromByteOffset: Self.typeOffset, as: UInt.self)
-            if type == kept { return .kept(bytes.load(as: UnsafePointer<CChar>.self)) }
-            if type == cAction {
+        let type = ActionContainer.typeIdentity(of: action)
+        return withUnsafeBytes(of: action as any Action) { bytes in
+            if type == ActionContainer.identity(of: KeptCAction.self) {
+                return .kept(bytes.load(as: UnsafePointer<CChar>.self))
+            }
+            if type == ActionContainer.identity(of: CAction.self) {
                 return .borrowedOrOwned(
                     bytes.load(as: UnsafePointer<CChar>.self),
                     bytes.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: OpaquePointer?.self))
@@ -180,9 +165,11 @@ final class CActionKeeper {
         precondition(MemoryLayout<any Action>.size == 5 * MemoryLayout<UInt>.size,
                      "ReduxStore: an `any Action` is not five words here")
         let probe: any Action = KeptCAction(identifierPointer: StaticText.empty)
+        // The type's identity, and the word after it (the conformance), as a container of a
+        // KeptCAction holds them.
         let keptType = withUnsafeBytes(of: probe as any Action) {
-            ($0.load(fromByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self),
-             $0.load(fromByteOffset: 4 * MemoryLayout<UInt>.size, as: UInt.self))
+            (ActionContainer.typeIdentity(at: $0.baseAddress!),
+             $0.load(fromByteOffset: ActionContainer.typeOffset + MemoryLayout<UInt>.size, as: UInt.self))
         }
         precondition(keptType.0 == ActionContainer.identity(of: KeptCAction.self),
                      "ReduxStore: a KeptCAction's container does not name its type where it is read")
@@ -202,11 +189,8 @@ final class CActionKeeper {
 
     private static let keep: ActionKeeper.Keep = { action, slot, state in
         let state = state!.assumingMemoryBound(to: State.self)
-        // The held type's identity, read where ``ActionContainer`` reads it (written out: its
-        // function is not inlined across modules).
-        guard action.load(fromByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self) == state.pointee.cAction
-        else { return false }
-        // The CAction's fields, read in place (``CActionKinds/parts(of:)``'s layout) without
+        guard ActionContainer.typeIdentity(at: action) == state.pointee.cAction else { return false }
+        // The CAction's fields, read in place (``CAction/parts(of:)``'s layout) without
         // retaining its storage: the identifier, whether it has a payload, whether it owns them.
         let identifier = action.load(as: UnsafePointer<CChar>.self)
         let payload = action.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: UInt.self)
@@ -216,8 +200,8 @@ final class CActionKeeper {
             slot.storeBytes(of: UInt(bitPattern: kept), as: UInt.self)
             slot.storeBytes(of: 0, toByteOffset: MemoryLayout<UInt>.size, as: UInt.self)
             slot.storeBytes(of: 0, toByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self)
-            slot.storeBytes(of: state.pointee.keptType.0, toByteOffset: 3 * MemoryLayout<UInt>.size, as: UInt.self)
-            slot.storeBytes(of: state.pointee.keptType.1, toByteOffset: 4 * MemoryLayout<UInt>.size, as: UInt.self)
+            slot.storeBytes(of: state.pointee.keptType.0, toByteOffset: ActionContainer.typeOffset, as: UInt.self)
+            slot.storeBytes(of: state.pointee.keptType.1, toByteOffset: ActionContainer.typeOffset + MemoryLayout<UInt>.size, as: UInt.self)
             return true
         }
         let borrowed = CAction(borrowing: identifier, payload: payload == 0 ? nil : OpaquePointer(bitPattern: payload))

@@ -67,7 +67,6 @@ final class CReducers: @unchecked Sendable {
     /// Where a named identifier's kept copy is published for the store's dispatches; the
     /// store's core keeps it alive.
     private let published: Unmanaged<KeptIdentifiers>
-    private let kinds = CActionKinds.shared
 
     private struct Slot {
         var hash: UInt64 = 0
@@ -203,7 +202,7 @@ final class CReducers: @unchecked Sendable {
     /// Calls the reducers that apply to `action`, in order. Under the store's lock.
     @inline(__always)
     func apply(_ action: any Action) {
-        switch kinds.parts(of: action) {
+        switch CAction.parts(of: action) {
         case .kept(let identifier):
             call(reducers(forKept: identifier), identifier, nil)
         case .borrowedOrOwned(let identifier, let payload):
