@@ -187,25 +187,36 @@ static void counted_reduce(json_object *state, const char *identifier, json_obje
     util_set_int(state, identifier, util_int(state, identifier) < 0 ? 1 : util_int(state, identifier) + 1);
 }
 
+/* A store of `count` counted reducers, the i-th for the identifier "<prefix>/<i>" (written into
+   names[i], which must outlive the store's creation), each with its name as context. */
+static rdx_store *counted_store(int count, char (*names)[24], const char *prefix)
+{
+    rdx_reducer *reducers = calloc((size_t)count, sizeof *reducers);
+    json_object *initial = json_object_new_object();
+    rdx_store *store;
+    int i;
+    for (i = 0; i < count; i++) {
+        snprintf(names[i], sizeof names[i], "%s/%d", prefix, i);
+        reducers[i].reduce = counted_reduce;
+        reducers[i].context = names[i];
+        reducers[i].identifier = names[i];
+    }
+    store = rdx_store_create(initial, reducers, (size_t)count, NULL);
+    json_object_put(initial);
+    free(reducers);
+    return store;
+}
+
 static void test_many_identifiers(void)
 {
     enum { COUNT = 300 };
-    static char names[COUNT][16];
-    rdx_reducer reducers[COUNT];
-    json_object *initial = json_object_new_object();
+    static char names[COUNT][24];
     json_object *state;
     rdx_store *store;
     int i, wrong = 0;
 
     TEST("many_identifiers");
-    for (i = 0; i < COUNT; i++) {
-        snprintf(names[i], sizeof names[i], "action/%d", i);
-        reducers[i].reduce = counted_reduce;
-        reducers[i].context = names[i];
-        reducers[i].identifier = names[i];
-    }
-    store = rdx_store_create(initial, reducers, COUNT, NULL);
-    json_object_put(initial);
+    store = counted_store(COUNT, names, "action");
     CHECK(store != NULL);
     if (store == NULL) return;
     for (i = 0; i < COUNT; i++) {
@@ -342,22 +353,12 @@ static void test_past_the_kept_names(void)
 {
     enum { COUNT = RDX_MAX_LOGGED_IDENTIFIERS + 100 };
     static char names[COUNT][24];
-    rdx_reducer *reducers = calloc(COUNT, sizeof *reducers);
-    json_object *initial = json_object_new_object();
     json_object *state;
     rdx_store *store;
     int i, round, wrong = 0;
 
     TEST("past_the_kept_names");
-    for (i = 0; i < COUNT; i++) {
-        snprintf(names[i], sizeof names[i], "kept/%d", i);
-        reducers[i].reduce = counted_reduce;
-        reducers[i].context = names[i];
-        reducers[i].identifier = names[i];
-    }
-    store = rdx_store_create(initial, reducers, COUNT, NULL);
-    json_object_put(initial);
-    free(reducers);
+    store = counted_store(COUNT, names, "kept");
     CHECK(store != NULL);
     if (store == NULL) return;
     for (round = 0; round < 2; round++) {
