@@ -170,9 +170,11 @@ final class CReducers: @unchecked Sendable {
         return Int(truncatingIfNeeded: (bits >> 4) ^ (bits >> 12)) & (size - 1)
     }
 
-    /// The slot of the identifier some reducer names with the bytes of `identifier`, if any.
+    /// The slot of the identifier some reducer names with the bytes of `identifier`, if any
+    /// (without reading them when no reducer names one).
     @inline(__always)
     private func slot(for identifier: UnsafePointer<CChar>) -> UnsafeMutablePointer<Slot>? {
+        guard slots.count > 0 else { return nil }
         let (hash, length) = Self.hash(identifier)
         var index = Int(truncatingIfNeeded: hash) & (slots.count - 1)
         while let name = slots[index].name {
@@ -206,7 +208,6 @@ final class CReducers: @unchecked Sendable {
         case .kept(let identifier):
             call(reducers(forKept: identifier), identifier, nil)
         case .borrowedOrOwned(let identifier, let payload):
-            guard slots.count > 0 else { return call(unnamed, identifier, payload) }
             guard let slot = slot(for: identifier) else { return call(unnamed, identifier, payload) }
             // Its next dispatch without a payload, from the same address, is routed by the copy.
             if slot.pointee.kept { published._withUnsafeGuaranteedRef { $0.publish(slot.pointee.name!, for: identifier) } }
@@ -214,7 +215,7 @@ final class CReducers: @unchecked Sendable {
         case nil:
             // A Swift action dispatched to a C store: its identifier, and a JSONAction's payload.
             action.withCParts { identifier, payload in
-                call(slots.count > 0 ? (slot(for: identifier)?.pointee.reducers ?? unnamed) : unnamed, identifier, payload)
+                call(slot(for: identifier)?.pointee.reducers ?? unnamed, identifier, payload)
             }
         }
     }
