@@ -22,13 +22,6 @@ protocol CStoreCore: AnyObject, Sendable {
     func dispatch(identifier: UnsafePointer<CChar>, payload: OpaquePointer?, source: DispatchSite)
         throws(StoreError)
 
-    /// The actions this store decoded once for C (``RecognizedActions``); nil for a store whose
-    /// actions are C's own.
-    var recognizedActions: RecognizedActions? { get }
-
-    /// Applies now the action of `entry`, one of ``recognizedActions``'s.
-    func dispatch(recognized entry: Unmanaged<RecognizedActions.Entry>, source: DispatchSite) throws(StoreError)
-
     /// An action of this store's kind for C's identifier and payload (borrowed, already
     /// checked), owning what it keeps: it may be applied after the call.
     func makeAction(identifier: UnsafePointer<CChar>, payload: OpaquePointer?) throws(StoreError)

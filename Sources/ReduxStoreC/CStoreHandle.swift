@@ -48,15 +48,16 @@ final class CStoreHandle: @unchecked Sendable {
     /// protocol's witness table for ``dispatchKept(_:source:)``. Unretained, so that a dispatch
     /// retains nothing to read it: `core` keeps it alive.
     private let treeCore: Unmanaged<JSONCTreeStoreCore>?
-    /// For a Swift store: the actions its core decoded once, looked up here so that a miss costs
-    /// no call. Unretained: `core` keeps it alive.
+    /// For a Swift store: the actions its core decoded once (``RecognizedActions``), looked up
+    /// here so that a miss costs no call. Unretained: `core` keeps it alive.
     private let recognized: Unmanaged<RecognizedActions>?
 
-    init(core: any CStoreCore, forwarding: CForwarding? = nil) {
+    /// A handle on `core`; `recognized`: the actions a Swift store's core decodes once.
+    init(core: any CStoreCore, forwarding: CForwarding? = nil, recognized: RecognizedActions? = nil) {
         self.core = core
         self.forwarding = forwarding
         treeCore = forwarding == nil ? (core as? JSONCTreeStoreCore).map(Unmanaged.passUnretained) : nil
-        recognized = forwarding == nil ? core.recognizedActions.map(Unmanaged.passUnretained) : nil
+        self.recognized = recognized.map(Unmanaged.passUnretained)
     }
 
     // MARK: Actions
@@ -83,25 +84,17 @@ final class CStoreHandle: @unchecked Sendable {
     /// Applies now an action without a payload of C's `identifier` (not checked yet) if it has
     /// the bytes of an identifier this store kept (``KeptIdentifiers``): then it needs no check,
     /// its reducers are found by the kept copy's address, and nothing that keeps it copies it. A
-    /// Swift store's core does the same with the actions it recognizes. False, having done
-    /// nothing, otherwise.
+    /// Swift store's handle does the same with the actions its core decoded once
+    /// (``RecognizedActions``). False, having done nothing, otherwise.
     @inline(__always)
     func dispatchKept(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
-        guard let treeCore else {
-            guard let entry = recognized?._withUnsafeGuaranteedRef({ $0.entry(for: identifier) }) else { return false }
-            try core.dispatch(recognized: entry, source: source)
+        if let treeCore {
+            guard let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) }) else { return false }
+            try treeCore.withGuaranteedRef { (core) throws(StoreError) in try core.dispatch(kept: copy, source: source) }
             return true
         }
-        guard let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) }) else { return false }
-        let failure = treeCore._withUnsafeGuaranteedRef { core -> StoreError? in
-            do throws(StoreError) {
-                try core.dispatch(kept: copy, source: source)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let failure { throw failure }
+        guard let entry = recognized?._withUnsafeGuaranteedRef({ $0.entry(for: identifier) }) else { return false }
+        try entry.withGuaranteedRef { (entry) throws(StoreError) in try entry.apply(source) }
         return true
     }
 
@@ -297,4 +290,21 @@ struct CContextRelease: @unchecked Sendable {
     let context: UnsafeMutableRawPointer?
 
     @Sendable func callAsFunction() { function(context) }
+}
+
+extension Unmanaged {
+    /// `_withUnsafeGuaranteedRef` for a body that throws a ``StoreError``: the instance, not
+    /// retained, for the call.
+    @inline(__always)
+    func withGuaranteedRef(_ body: (Instance) throws(StoreError) -> Void) throws(StoreError) {
+        let failure = _withUnsafeGuaranteedRef { instance -> StoreError? in
+            do throws(StoreError) {
+                try body(instance)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
 }

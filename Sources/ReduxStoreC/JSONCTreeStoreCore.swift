@@ -72,15 +72,6 @@ final class JSONCTreeStoreCore: CStoreCore {
         }
     }
 
-    /// None: a tree store's actions are C's own, applied without a decode (its kept identifiers
-    /// are its handle's fast path, ``CStoreHandle/dispatchKept(_:source:)``).
-    var recognizedActions: RecognizedActions? { nil }
-
-    /// Never called: ``recognizedActions`` is nil, so the handle finds no entry to pass.
-    func dispatch(recognized entry: Unmanaged<RecognizedActions.Entry>, source: DispatchSite) throws(StoreError) {
-        preconditionFailure("ReduxStore: a store created from C has no recognized actions")
-    }
-
     /// Applies now an action without a payload whose identifier is `identifier`, a kept copy
     /// (``KeptIdentifiers``). The action owns what it holds: from inside a reducer it is queued
     /// as it is, with no copy (and no middleware depth counts there).

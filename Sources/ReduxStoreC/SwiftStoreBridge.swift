@@ -26,7 +26,8 @@ extension Store {
     /// - Parameter actions: the typed actions payloads are decoded into, by identifier.
     /// - Returns: the `rdx_store *`, as Swift imports the C type.
     public func makeCStore(actions: ActionTypes = ActionTypes()) -> OpaquePointer {
-        CStoreHandle(core: SwiftStoreCore(store: self, actions: actions)).openedPointer()
+        let core = SwiftStoreCore(store: self, actions: actions)
+        return CStoreHandle(core: core, recognized: core.recognized).openedPointer()
     }
 }
 
@@ -35,8 +36,9 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
     // @unchecked: `store`, `actions` and `recognized` are Sendable; `State` itself need not be.
     let store: Store<State>
     let actions: ActionTypes
-    /// The actions of registered types without stored properties, decoded from no payload once.
-    private let recognized = RecognizedActions()
+    /// The actions of registered types without stored properties, decoded from no payload once
+    /// (its handle looks them up).
+    let recognized = RecognizedActions()
 
     init(store: Store<State>, actions: ActionTypes) {
         self.store = store
@@ -49,16 +51,6 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
         let action = try makeAction(identifier: identifier, payload: payload)
         try store.checkMiddlewareDepth()
         store.dispatch(erased: action, source: source)
-    }
-
-    var recognizedActions: RecognizedActions? { recognized }
-
-    /// Applies now the action decoded before for an identifier without a payload, whose type
-    /// has no stored properties (``ActionTypes/isValueless(_:)``).
-    func dispatch(recognized entry: Unmanaged<RecognizedActions.Entry>, source: DispatchSite) throws(StoreError) {
-        try store.checkMiddlewareDepth()
-        // The entry lives as long as this core: its action is lent, not copied.
-        entry._withUnsafeGuaranteedRef { store.dispatch(erased: $0.action, source: source) }
     }
 
     /// A registered type's action decoded from the payload, or a ``JSONAction``: Swift values
@@ -82,14 +74,20 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
                 from: UnsafeRawBufferPointer(start: identifier, count: length))
             return length
         }
-        if let decode = actions.decoder(for: name) {
+        if let registered = actions.registration(for: name) {
             let action: any Action
             do {
-                action = try decode(payload)
+                action = try registered.decode(payload)
             } catch {
                 throw StoreError(coding: error, prefix: "payload")
             }
-            if payload == nil, actions.isValueless(name) { recognized.keep(action, for: identifier) }
+            if payload == nil, registered.isValueless {
+                // Later dispatches of these bytes apply this action again, lent by the entry.
+                recognized.keep(for: identifier) { [store] (source) throws(StoreError) in
+                    try store.checkMiddlewareDepth()
+                    store.dispatch(erased: action, source: source)
+                }
+            }
             return action
         }
         return try JSONAction(identifier: name, jsonCPayload: payload)
@@ -97,7 +95,7 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
 }
 
 /// The actions a Swift store handed to C decoded from no payload for registered types without
-/// stored properties (``ActionTypes/isValueless(_:)``), for the store's next dispatches: every
+/// stored properties (``ActionTypes/Registration/isValueless``), for the store's next dispatches: every
 /// value of such a type is the same, so a NULL-payload dispatch of the same identifier reuses
 /// the one decoded, without the identifier's check, its `String`, the registry's lookup or the
 /// decoder. (Its `init(from:)` runs once per store and identifier.)
@@ -105,15 +103,16 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
 /// As ``KeptIdentifiers``: ``SlotsByAddress``, each slot holding an entry with a copy of the
 /// identifier. At most ``limit`` entries per store, kept until the store's handle is gone.
 final class RecognizedActions: Sendable {
-    /// An identifier's copy and the action decoded for it.
+    /// An identifier's copy, and how its action is applied: the decoded action dispatched to the
+    /// store (after the middleware depth's check), where it was dispatched from being the argument.
     final class Entry: @unchecked Sendable {
         // @unchecked: the identifier's copy is written once, before the entry is published,
         // and only read after.
         let identifier: UnsafeMutablePointer<CChar>
-        let action: any Action
-        init(identifier: UnsafeMutablePointer<CChar>, action: any Action) {
+        let apply: @Sendable (DispatchSite) throws(StoreError) -> Void
+        init(identifier: UnsafeMutablePointer<CChar>, apply: @escaping @Sendable (DispatchSite) throws(StoreError) -> Void) {
             self.identifier = identifier
-            self.action = action
+            self.apply = apply
         }
         deinit { free(identifier) }
     }
@@ -136,13 +135,14 @@ final class RecognizedActions: Sendable {
         return entry._withUnsafeGuaranteedRef { strcmp($0.identifier, identifier) == 0 } ? entry : nil
     }
 
-    /// Keeps `action`, decoded from no payload for `identifier` (checked), for the next
-    /// dispatches from the same address; nothing past ``limit`` identifiers or without memory.
-    func keep(_ action: any Action, for identifier: UnsafePointer<CChar>) {
+    /// Keeps `apply`, which applies the action decoded from no payload for `identifier`
+    /// (checked), for the next dispatches from the same address; nothing past ``limit``
+    /// identifiers or without memory.
+    func keep(for identifier: UnsafePointer<CChar>, _ apply: @escaping @Sendable (DispatchSite) throws(StoreError) -> Void) {
         let entry = entries.withLock { entries -> Entry? in
             if let known = entries.first(where: { strcmp($0.identifier, identifier) == 0 }) { return known }
             guard entries.count < Self.limit, let copy = strdup(identifier) else { return nil }
-            entries.append(Entry(identifier: copy, action: action))
+            entries.append(Entry(identifier: copy, apply: apply))
             return entries.last
         }
         guard let entry else { return }

@@ -21,10 +21,16 @@ public struct ActionTypes: Sendable {
     /// Decodes an action from a ``JSONAction`` of its identifier (the payload as a ``JSONValue``).
     typealias DecodeJSONAction = @Sendable (JSONAction) throws -> any Action
 
-    private var decoders: [JSONKey: Decode] = [:]
-    /// The identifiers whose type has no stored properties (its size is 0): every value of it
-    /// is the same, so an action of it decoded from no payload may be decoded once and kept.
-    private var valueless: Set<JSONKey> = []
+    /// What was registered for an identifier: its decoder, and whether its type has no stored
+    /// properties (an empty struct, an enum of one case; its size is 0). All the values of such
+    /// a type are the same, so one decoded from no payload stands for every later one, and a
+    /// store may decode it once.
+    package struct Registration: Sendable {
+        package let decode: Decode
+        package let isValueless: Bool
+    }
+
+    private var registrations: [JSONKey: Registration] = [:]
     /// The same types' decoders from a ``JSONAction``, by identifier, for a store with routed
     /// reducers (``Reducers``), which decodes a dispatched ``JSONAction`` of a registered identifier.
     private(set) var jsonActionDecoders: [JSONKey: DecodeJSONAction] = [:]
@@ -33,31 +39,26 @@ public struct ActionTypes: Sendable {
 
     /// Decodes payloads of actions named `identifier` into `type`.
     public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
-        decoders[JSONKey(identifier)] = { payload in try JSONCDecoder().decode(A.self, from: payload) }
+        registrations[JSONKey(identifier)] = Registration(
+            decode: { payload in try JSONCDecoder().decode(A.self, from: payload) },
+            isValueless: MemoryLayout<A>.size == 0)
         jsonActionDecoders[JSONKey(identifier)] = { action in try action.decodePayload(as: A.self) }
-        if MemoryLayout<A>.size == 0 {
-            valueless.insert(JSONKey(identifier))
-        } else {
-            valueless.remove(JSONKey(identifier))
-        }
     }
 
     /// Whether no type is registered.
-    package var isEmpty: Bool { decoders.isEmpty }
+    package var isEmpty: Bool { registrations.isEmpty }
 
     /// The registered identifiers, sorted by code point.
-    package var identifiers: [String] { decoders.keys.sorted().map(\.string) }
+    package var identifiers: [String] { registrations.keys.sorted().map(\.string) }
 
     /// The decoder registered for `identifier`.
     package func decoder(for identifier: String) -> Decode? {
-        decoders.isEmpty ? nil : decoders[JSONKey(identifier)]
+        registration(for: identifier)?.decode
     }
 
-    /// Whether the type registered for `identifier` has no stored properties (an empty struct,
-    /// an enum of one case): all its values are the same, so one decoded from no payload stands
-    /// for every later one, and a store may decode it once.
-    package func isValueless(_ identifier: String) -> Bool {
-        !valueless.isEmpty && valueless.contains(JSONKey(identifier))
+    /// What was registered for `identifier`.
+    package func registration(for identifier: String) -> Registration? {
+        registrations.isEmpty ? nil : registrations[JSONKey(identifier)]
     }
 
     /// The action an identifier and its payload (a json-c tree, borrowed; NULL: none) stand for:
@@ -80,6 +81,6 @@ public struct ActionTypes: Sendable {
 
     /// Whether a type is registered for `identifier`.
     public func isRegistered(_ identifier: String) -> Bool {
-        decoders[JSONKey(identifier)] != nil
+        registrations[JSONKey(identifier)] != nil
     }
 }
