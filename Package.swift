@@ -61,11 +61,17 @@ let package = Package(
             name: "ReduxStoreC",
             dependencies: ["ReduxStore", "ReduxStoreCStatus", "CReduxStoreAPI", "CJSONC"]
         ),
-        // reduxstore-inspect: show, diff, journal, state. The work is the core's (`Inspector`).
+        // What reduxstore-inspect does with journals (summaries, states rebuilt from patches), a
+        // library of its own on the core's journal reader, so that the core carries none of it.
+        .target(
+            name: "ReduxStoreInspectKit",
+            dependencies: ["ReduxStore"]
+        ),
+        // reduxstore-inspect: show, diff, journal, state. The work is the libraries' (`Inspector`).
         .executableTarget(
             name: "reduxstore-inspect",
             dependencies: [
-                "ReduxStore",
+                "ReduxStore", "ReduxStoreInspectKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/ReduxStoreInspect"
@@ -122,7 +128,7 @@ let package = Package(
         // The Inspector functions reduxstore-inspect calls, on arbitrary journals and states.
         .executableTarget(
             name: "fuzz-inspector",
-            dependencies: ["FuzzSupport", "ReduxStore"],
+            dependencies: ["FuzzSupport", "ReduxStore", "ReduxStoreInspectKit"],
             path: "Tests/Fuzz/Inspector"
         ),
         // Fakes and fixtures shared by the test suites.
@@ -134,13 +140,13 @@ let package = Package(
         .testTarget(
             name: "ReduxStoreTests",
             dependencies: [
-                "ReduxStore", "ReduxStoreTestSupport", "CJSONC",
+                "ReduxStore", "ReduxStoreInspectKit", "ReduxStoreTestSupport", "CJSONC",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "ReduxStoreInspectTests",
-            dependencies: ["ReduxStore", "ReduxStoreTestSupport"]
+            dependencies: ["ReduxStore", "ReduxStoreInspectKit", "ReduxStoreTestSupport"]
         ),
         .testTarget(
             name: "ReduxStoreCTests",

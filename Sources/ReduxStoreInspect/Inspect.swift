@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReduxStore
+import ReduxStoreInspectKit
 
 /// `reduxstore-inspect`: saved states and journals, read from the command line. A thin layer:
 /// the reading, diffing and rebuilding are the library's (`Inspector`, `JSONPatch`).

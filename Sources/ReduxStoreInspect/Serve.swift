@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReduxStore
+import ReduxStoreInspectKit
 #if canImport(ReduxStoreInspector)
 import ReduxStoreInspector
 #endif

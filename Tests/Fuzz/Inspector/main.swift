@@ -19,6 +19,7 @@
 import FoundationEssentials
 import FuzzSupport
 import ReduxStore
+import ReduxStoreInspectKit
 #if canImport(Glibc)
 import Glibc
 #endif

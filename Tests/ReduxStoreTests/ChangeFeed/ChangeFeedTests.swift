@@ -1,5 +1,6 @@
 import Foundation
 import ReduxStore
+import ReduxStoreInspectKit
 import ReduxStoreTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import ReduxStore
+import ReduxStoreInspectKit
 import ReduxStoreTestSupport
 import Testing
 
