@@ -14,7 +14,7 @@
 package enum ActionContainer {
     /// The byte offset of the held type's metadata in the container.
     /// It is also the size of the inline buffer, where a value of at most that size is stored.
-    @inlinable @usableFromInline
+    @inlinable
     package static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
 
     /// Checks the layout once (a store's initializer calls it).

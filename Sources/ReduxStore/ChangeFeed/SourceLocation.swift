@@ -57,11 +57,11 @@ package struct DispatchSite: Sendable {
     @usableFromInline let bits: UInt64
 
     /// The line; 0 when unknown.
-    package var line: UInt { UInt(bits & 0xFFFF_FFFF) }
+    @inlinable package var line: UInt { UInt(bits & 0xFFFF_FFFF) }
     /// The name's length in bytes.
-    package var count: Int { Int((bits >> 32) & 0x7FFF_FFFF) }
+    @inlinable package var count: Int { Int((bits >> 32) & 0x7FFF_FFFF) }
     /// Whether `file` is a C caller's, valid only for its call.
-    package var borrowed: Bool { bits >> 63 != 0 }
+    @inlinable package var borrowed: Bool { bits >> 63 != 0 }
 
     /// No source known (C's plain `rdx_store_dispatch_*` functions, replayed actions).
     @inlinable

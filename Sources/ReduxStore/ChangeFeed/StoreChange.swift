@@ -61,6 +61,7 @@ public struct StoreChange: Sendable {
 /// (``Store/recordLocked(_:at:batch:source:in:)``), for every consumer of the change feed: the
 /// journal, ``Store/changes(includingPatches:bufferingNewest:)``, the C face's listeners, and the
 /// patches of observers that asked for them.
+@usableFromInline
 package struct ChangeRecord: @unchecked Sendable {
     // @unchecked: `action` is Sendable and owns what it holds (a C action's payload is a copy
     // made for the record); `source` points at bytes that live as long as the program.
@@ -69,21 +70,21 @@ package struct ChangeRecord: @unchecked Sendable {
     package let action: any Action
     /// When the action was applied, to within the kernel's clock tick (`CLOCK_REALTIME_COARSE`:
     /// a few milliseconds).
-    package var time: timespec {
+    @inlinable package var time: timespec {
         timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
     }
     /// ``time`` as nanoseconds since 1970: one word, made from the clock's two with arithmetic
     /// (copying the `timespec` the clock wrote as a whole stalled the store forwarding of every
     /// record into the live inspector's log).
-    let nanoseconds: Int64
+    @usableFromInline let nanoseconds: Int64
     /// The versions of the batch this action belongs to, if it was applied in one of more than
     /// one action.
-    package var batch: ClosedRange<UInt64>? { batchFirst == 0 ? nil : batchFirst...batchLast }
+    @inlinable package var batch: ClosedRange<UInt64>? { batchFirst == 0 ? nil : batchFirst...batchLast }
     /// ``batch``'s bounds, 0 for none (versions start at 1): two words rather than an optional
     /// range, whose tag byte made each copy of a record into the live inspector's log a store
     /// forwarding stall.
-    private let batchFirst: UInt64
-    private let batchLast: UInt64
+    @usableFromInline let batchFirst: UInt64
+    @usableFromInline let batchLast: UInt64
 
     init(version: UInt64, action: any Action, nanoseconds: Int64, batchFirst: UInt64, batchLast: UInt64, source: DispatchSite) {
         self.version = version
