@@ -185,6 +185,11 @@ RDX_API rdx_store *rdx_store_create(json_object *initial_state, const rdx_reduce
  * Applies an action and returns once the reducers ran and the observers were told. Borrows
  * `identifier` and `payload` (NULL: no payload). Inside a reducer of this store the action is
  * queued (its payload deep-copied) and applied right after the current one.
+ * A C store keeps a copy of the first identifiers dispatched to it without a payload (one for
+ * each of eight slots chosen by the address of the caller's identifier; kept for the life of the
+ * process, counted against RDX_MAX_LOGGED_IDENTIFIERS): a later NULL-payload dispatch with the
+ * same bytes at an address of that slot needs no other check, and its reducers get the kept copy
+ * as `identifier`.
  * Returns RDX_OK; RDX_EINVAL for a NULL store or identifier; RDX_ELIMIT for an identifier
  * longer than RDX_MAX_IDENTIFIER_LENGTH, a payload nested deeper than RDX_MAX_NESTING_DEPTH, or
  * a dispatch from inside middleware past RDX_MAX_MIDDLEWARE_DEPTH levels (rdx_middleware_fn);

@@ -222,7 +222,7 @@ func dispatchFromC(
             if !enqueue, payload == nil, let identifier, try handle.dispatchKept(identifier, source: source) { return }
             let identifier = try CInput.identifier(identifier)
             try CInput.tree(payload, "payload")
-            try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue, source: source)
+            try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue, source: source, offering: true)
         }
     }
 }

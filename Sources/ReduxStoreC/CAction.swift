@@ -228,9 +228,7 @@ final class CActionKeeper {
     private static func keptAnew(
         _ identifier: UnsafePointer<CChar>, _ state: UnsafeMutablePointer<State>
     ) -> UnsafePointer<CChar>? {
-        guard let kept = KeptNames.identifiers.intern(UnsafeRawBufferPointer(start: identifier, count: strlen(identifier)))
-        else { return nil }
-        let pointer = UnsafePointer(kept.baseAddress!.assumingMemoryBound(to: CChar.self))
+        guard let pointer = KeptNames.identifiers.intern(cString: identifier) else { return nil }
         state.pointee.lastAddress = identifier
         state.pointee.lastKept = pointer
         state.pointee.published._withUnsafeGuaranteedRef { $0.publish(pointer, for: identifier) }
@@ -245,13 +243,15 @@ final class CActionKeeper {
 /// past the dispatch (the action log, the journal) copies anything: the action owns what it holds.
 ///
 /// Filled by the store's keeper (``CActionKeeper``), which runs only while something keeps the
-/// store's actions, and by its reducers' table when an action's identifier is one a reducer
-/// names (kept when the store was made); so a store nobody inspects or journals, whose reducers
-/// name no identifier, interns nothing. Eight slots, one chosen by the caller's
+/// store's actions, by its reducers' table when an action's identifier is one a reducer names
+/// (kept when the store was made), and otherwise by ``offer(_:)``: an empty slot takes the next
+/// identifier a C caller dispatches at an address of that slot without a payload, once, so a
+/// store interns at most eight identifiers that way. Eight slots, one chosen by the caller's
 /// address of the identifier (a literal has one address), each holding a kept copy; a dispatch
 /// compares the bytes, so a slot taken over by another identifier costs only the comparison.
-/// Read by any dispatching thread, written under the store's lock: atomic words,
-/// the copies they point to never written again.
+/// Read by any dispatching thread, written by the keeper and the table under the store's lock
+/// and by ``offer(_:)`` after a dispatch: atomic words, the copies they point to never written
+/// again.
 final class KeptIdentifiers: Sendable {
     private let slots = SlotsByAddress()
 
@@ -271,6 +271,40 @@ final class KeptIdentifiers: Sendable {
     @inline(__always)
     func publish(_ kept: UnsafePointer<CChar>, for identifier: UnsafePointer<CChar>) {
         slots.store(UInt(bitPattern: kept), for: identifier)
+    }
+
+    /// Keeps and publishes `identifier` (checked, dispatched without a payload) when its slot
+    /// holds nothing yet: how a store whose reducers name no identifier, and whose actions
+    /// nobody keeps, learns the identifiers it is dispatched. A slot is filled once, so a store
+    /// interns at most eight identifiers this way, and a program whose identifiers change at
+    /// every call pays a load and a comparison; once the kept names are full, nothing more is
+    /// tried.
+    @inline(__always)
+    func offer(_ identifier: UnsafePointer<CChar>) {
+        guard slots.load(for: identifier) == 0 else { return }
+        offerAnew(identifier)
+    }
+
+    @inline(never)
+    private func offerAnew(_ identifier: UnsafePointer<CChar>) {
+        guard !namesFull.load(ordering: .relaxed) else { return }
+        guard let kept = KeptNames.identifiers.intern(cString: identifier) else {
+            namesFull.store(true, ordering: .relaxed)
+            return
+        }
+        publish(kept, for: identifier)
+    }
+
+    /// Whether ``KeptNames/identifiers`` refused an identifier ``offer(_:)`` brought.
+    private let namesFull = Atomic<Bool>(false)
+}
+
+extension KeptNames {
+    /// The kept copy of the C string `identifier` (a kept name has a NUL after it); nil past
+    /// ``limit`` names.
+    func intern(cString identifier: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
+        intern(UnsafeRawBufferPointer(start: identifier, count: strlen(identifier)))
+            .map { $0.baseAddress!.assumingMemoryBound(to: CChar.self) }
     }
 }
 

@@ -86,9 +86,8 @@ final class CReducers: @unchecked Sendable {
         var names: [(name: UnsafePointer<CChar>, kept: Bool)] = []
         var ownCopies: [UnsafeMutablePointer<CChar>] = []
         for identifier in reducers.compactMap(\.identifier) where !names.contains(where: { strcmp($0.name, identifier) == 0 }) {
-            let bytes = UnsafeRawBufferPointer(start: identifier, count: strlen(identifier))
-            if let kept = KeptNames.identifiers.intern(bytes) {
-                names.append((kept.baseAddress!.assumingMemoryBound(to: CChar.self), true))
+            if let kept = KeptNames.identifiers.intern(cString: identifier) {
+                names.append((kept, true))
                 continue
             }
             guard let copy = strdup(identifier) else {

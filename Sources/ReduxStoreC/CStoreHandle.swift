@@ -64,9 +64,12 @@ final class CStoreHandle: @unchecked Sendable {
 
     /// Applies (`enqueue` false) or enqueues an action. `identifier` and `payload` are borrowed
     /// and already checked; what is kept past the call is copied. A forwarding store hands it to
-    /// its forwarder instead, which returns once it was applied.
+    /// its forwarder instead, which returns once it was applied. `offering`: the identifier is a
+    /// C caller's own (not one inside a JSON text), which a C store applying it without a payload
+    /// may keep for the next dispatch of the same bytes (``offer(_:)``).
     func dispatch(
-        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool, source: DispatchSite
+        identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool, source: DispatchSite,
+        offering: Bool = false
     ) throws(StoreError) {
         if let forwarding {
             try forwarding.forward(self, identifier: identifier, payload: payload, enqueue: enqueue, source: source)
@@ -78,6 +81,7 @@ final class CStoreHandle: @unchecked Sendable {
             try enqueueing { core.enqueue(action, source: source) }
         } else {
             try core.dispatch(identifier: identifier, payload: payload, source: source)
+            if offering, payload == nil, treeCore != nil { offer(identifier) }
         }
     }
 
@@ -96,6 +100,15 @@ final class CStoreHandle: @unchecked Sendable {
         guard let entry = recognized?._withUnsafeGuaranteedRef({ $0.entry(for: identifier) }) else { return false }
         try entry.withGuaranteedRef { (entry) throws(StoreError) in try entry.apply(source) }
         return true
+    }
+
+    /// Lets a C store keep `identifier`, a C caller's, just dispatched without a payload, so that
+    /// the next dispatch of the same bytes takes the kept path (``dispatchKept(_:source:)``,
+    /// ``KeptIdentifiers/offer(_:)``). Out of line: inlined, it made the C API's dispatch too
+    /// large for its closure to be inlined, which cost every C dispatch more than it saves.
+    @inline(never)
+    private func offer(_ identifier: UnsafePointer<CChar>) {
+        treeCore?._withUnsafeGuaranteedRef { $0.keptIdentifiers.offer(identifier) }
     }
 
     // MARK: C's references

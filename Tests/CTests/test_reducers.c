@@ -288,6 +288,21 @@ static void test_bad_identifiers(void)
 /* A routed identifier is checked and routed once, then recognised by its bytes: the same address
    with other bytes (another routed identifier, one no reducer names, a bad one) is that other
    action, never the one dispatched from there before. */
+/* Dispatches `kept` from `identifier` (a buffer of RDX_MAX_IDENTIFIER_LENGTH + 2 bytes or more),
+   then at the same address bad UTF-8 (`kept`'s bytes but the last, then a lone lead byte) and an
+   over-long identifier: each refused with its status, nothing applied. */
+static void refuse_bad_bytes_after(rdx_store *store, char *identifier, const char *kept)
+{
+    size_t length = strlen(kept);
+    strcpy(identifier, kept);
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    identifier[length - 1] = '\xc3';
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_EDECODE);
+    memset(identifier, kept[0], RDX_MAX_IDENTIFIER_LENGTH + 1);
+    identifier[RDX_MAX_IDENTIFIER_LENGTH + 1] = '\0';
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_ELIMIT);
+}
+
 static void test_routed_once(void)
 {
     char buffer[512];
@@ -315,14 +330,8 @@ static void test_routed_once(void)
     CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
     CHECK_STR(take_log(store, buffer, sizeof buffer), "[\"every:ad\",\"every:addd\"]");
 
-    /* Bad bytes where a routed identifier was: refused with its status, nothing applied. */
-    strcpy(identifier, "add");
-    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
-    strcpy(identifier, "ad\xc3");
-    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_EDECODE);
-    memset(identifier, 'a', RDX_MAX_IDENTIFIER_LENGTH + 1);
-    identifier[RDX_MAX_IDENTIFIER_LENGTH + 1] = '\0';
-    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_ELIMIT);
+    /* Bad bytes where a routed identifier was. */
+    refuse_bad_bytes_after(store, identifier, "add");
     CHECK_STR(take_log(store, buffer, sizeof buffer), "[\"A:add\",\"every:add\",\"B:add\"]");
 
     /* With a payload, and through the text path, after the identifier was routed once. */
@@ -342,6 +351,90 @@ static void test_routed_once(void)
     CHECK_STATUS(rdx_store_dispatch_action(other, "remove", NULL), RDX_OK);
     CHECK_STR(take_log(other, buffer, sizeof buffer), "[\"A:add\",\"every:add\",\"B:add\",\"every:remove\",\"D:remove\"]");
     rdx_store_release(other);
+    rdx_store_release(store);
+}
+
+/* Logs "every:<identifier>", or clears the log for "clear"; for "ping", dispatches "pong" to
+   `context` (the store) from inside the reducer. */
+static void every_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    static char every[] = "every";
+    if (strcmp(identifier, "clear") == 0) {
+        json_object_object_del(state, "log");
+        return;
+    }
+    tag_reduce(state, identifier, payload, every);
+    if (strcmp(identifier, "ping") == 0)
+        CHECK_STATUS(rdx_store_dispatch_action(*(rdx_store **)context, "pong", NULL), RDX_OK);
+}
+
+/* A store whose reducers name no identifier keeps the first identifiers dispatched to it without
+   a payload (one a slot, chosen by the caller's address): the bytes at each call still decide,
+   whatever the caller's buffer holds next, and bad bytes are refused as before. */
+static void test_unrouted_kept(void)
+{
+    enum { BUFFERS = 20 };
+    static rdx_store *store;
+    char buffer[2048];
+    char identifier[RDX_MAX_IDENTIFIER_LENGTH + 8];
+    char buffers[BUFFERS][16];
+    char expected[2048];
+    size_t used;
+    rdx_reducer reducers[] = {{every_reduce, &store, NULL}};
+    json_object *initial = json_object_new_object();
+    rdx_status status = RDX_EIO;
+    int i, round;
+
+    TEST("unrouted_kept");
+    store = rdx_store_create(initial, reducers, 1, &status);
+    json_object_put(initial);
+    CHECK_STATUS(status, RDX_OK);
+    if (store == NULL) return;
+
+    strcpy(identifier, "inc");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    strcpy(identifier, "dec");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    strcpy(identifier, "in");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    strcpy(identifier, "incc");
+    CHECK_STATUS(rdx_store_dispatch_action(store, identifier, NULL), RDX_OK);
+    CHECK_STR(take_log(store, buffer, sizeof buffer),
+              "[\"every:inc\",\"every:inc\",\"every:inc\",\"every:dec\",\"every:in\",\"every:incc\"]");
+
+    /* Bad bytes where a kept identifier was. */
+    refuse_bad_bytes_after(store, identifier, "inc");
+    CHECK_STATUS(rdx_store_dispatch_action(store, NULL, NULL), RDX_EINVAL);
+    CHECK_STR(take_log(store, buffer, sizeof buffer), "[\"every:inc\"]");
+
+    /* More addresses than slots, each buffer's bytes changed between rounds; a payload; the
+       text path; an enqueued action; a dispatch from inside a reducer. */
+    for (round = 0; round < 3; round++) {
+        used = (size_t)snprintf(expected, sizeof expected, "[");
+        for (i = 0; i < BUFFERS; i++) {
+            snprintf(buffers[i], sizeof buffers[i], "id.%d", i * 3 + round % 2);
+            CHECK_STATUS(rdx_store_dispatch_action(store, buffers[i], NULL), RDX_OK);
+            CHECK_STATUS(rdx_store_dispatch_action(store, buffers[i], NULL), RDX_OK);
+            used += (size_t)snprintf(expected + used, sizeof expected - used, "%s\"every:%s\",\"every:%s\"",
+                                     i == 0 ? "" : ",", buffers[i], buffers[i]);
+        }
+        snprintf(expected + used, sizeof expected - used, "]");
+        CHECK_STR(take_log(store, buffer, sizeof buffer), expected);
+    }
+    {
+        json_object *payload = json_object_new_int(1);
+        CHECK_STATUS(rdx_store_dispatch_action(store, buffers[0], payload), RDX_OK);
+        json_object_put(payload);
+    }
+    CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\": \"id.0\"}"), RDX_OK);
+    CHECK_STATUS(rdx_store_enqueue_action(store, buffers[0], NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_flush(store), RDX_OK);
+    CHECK_STR(take_log(store, buffer, sizeof buffer), "[\"every:id.0\",\"every:id.0\",\"every:id.0\"]");
+    for (i = 0; i < 3; i++) CHECK_STATUS(rdx_store_dispatch_action(store, "ping", NULL), RDX_OK);
+    CHECK_STR(take_log(store, buffer, sizeof buffer),
+              "[\"every:ping\",\"every:pong\",\"every:ping\",\"every:pong\",\"every:ping\",\"every:pong\"]");
     rdx_store_release(store);
 }
 
@@ -383,6 +476,7 @@ int main(void)
 {
     test_routing();
     test_routed_once();
+    test_unrouted_kept();
     test_nested_and_reopened();
     test_many_identifiers();
     test_bad_identifiers();
