@@ -139,31 +139,34 @@ struct CChangeCall: @unchecked Sendable {
 
     /// Calls the listener with `record`, its trees and strings borrowed for the call.
     func callAsFunction(_ record: ChangeRecord, includingPatch: Bool) {
-        // A C action's payload is its own tree; another's is made for the call and put after.
+        if let parts = CAction.parts(of: record.action) {
+            // A C action: its own identifier and payload, read without a cast or a copy.
+            call(record, identifier: parts.identifier, payload: parts.payload, includingPatch: includingPatch)
+            return
+        }
+        // Another's payload is made for the call and put after.
         var madePayload: OpaquePointer?
-        let payload: OpaquePointer?
-        if let action = record.action as? any JournalRecordable {
-            payload = action.journalPayload
-        } else if case .success(let value?) = ChangeRecord.payloadValue(of: record.action) {
+        if case .success(let value?) = ChangeRecord.payloadValue(of: record.action) {
             madePayload = try? JSONCEncoder().encode(value)
-            payload = madePayload
-        } else {
-            payload = nil
         }
-        let patch = includingPatch ? record.patch.flatMap { try? JSONCEncoder().encode($0) } : nil
-        defer {
-            json_object_put(madePayload)
-            json_object_put(patch)
-        }
-        let nanoseconds = Int64(record.time.tv_sec) * 1_000_000_000 + Int64(record.time.tv_nsec)
+        defer { json_object_put(madePayload) }
         record.action.identifier.withCString { identifier in
-            var change = rdx_change(
-                version: record.version, identifier: identifier, payload: payload, patch: patch,
-                file: record.source.file?.assumingMemoryBound(to: CChar.self),
-                line: UInt32(truncatingIfNeeded: record.source.line),
-                batch_first: record.batch?.lowerBound ?? 0, batch_last: record.batch?.upperBound ?? 0,
-                time_ns: nanoseconds)
-            function(OpaquePointer(Unmanaged.passUnretained(handle).toOpaque()), &change, context)
+            call(record, identifier: identifier, payload: madePayload, includingPatch: includingPatch)
         }
+    }
+
+    private func call(
+        _ record: ChangeRecord, identifier: UnsafePointer<CChar>, payload: OpaquePointer?, includingPatch: Bool
+    ) {
+        let patch = includingPatch ? record.patch.flatMap { try? JSONCEncoder().encode($0) } : nil
+        defer { json_object_put(patch) }
+        let nanoseconds = Int64(record.time.tv_sec) * 1_000_000_000 + Int64(record.time.tv_nsec)
+        var change = rdx_change(
+            version: record.version, identifier: identifier, payload: payload, patch: patch,
+            file: record.source.file?.assumingMemoryBound(to: CChar.self),
+            line: UInt32(truncatingIfNeeded: record.source.line),
+            batch_first: record.batch?.lowerBound ?? 0, batch_last: record.batch?.upperBound ?? 0,
+            time_ns: nanoseconds)
+        function(OpaquePointer(Unmanaged.passUnretained(handle).toOpaque()), &change, context)
     }
 }

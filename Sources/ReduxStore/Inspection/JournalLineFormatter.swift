@@ -94,7 +94,10 @@ struct JournalLineFormatter: ~Copyable {
     /// How each action type's payload is printed, found once per type: a protocol cast
     /// (`as? any Encodable`) costs far more than a lookup here.
     private enum Kind {
-        case json, recordable, other
+        case json, other
+        /// A ``JournalRecordable`` type, and how to read an action of it's payload: the action
+        /// is taken as that type without the runtime's cast (``projection(of:as:)``).
+        case recordable((any Action) -> OpaquePointer?)
         case encodable((any Action) -> Result<SnapshotTape, StoreError>)
     }
     private var kinds: [ObjectIdentifier: Kind] = [:]
@@ -113,8 +116,8 @@ struct JournalLineFormatter: ~Copyable {
         let kind: Kind
         if action is JSONAction {
             kind = .json
-        } else if action is any JournalRecordable {
-            kind = .recordable
+        } else if let recordable = action as? any JournalRecordable {
+            kind = .recordable(Self.payloadReader(for: recordable))
         } else if let encodable = action as? any Encodable {
             kind = .encodable(Self.encoder(for: encodable))
         } else {
@@ -123,6 +126,12 @@ struct JournalLineFormatter: ~Copyable {
         kinds[type] = kind
         lastKind = kind
         return kind
+    }
+
+    /// Reads the payload of an action of `example`'s type `A`, which the caller checks (a
+    /// ``Kind`` is found by the action's type).
+    private static func payloadReader<A: JournalRecordable>(for example: A) -> (any Action) -> OpaquePointer? {
+        { projection(of: $0, as: A.self).journalPayload }
     }
 
     /// Encodes actions of `sample`'s type into a tape of its own, reused from one action to
@@ -167,21 +176,16 @@ struct JournalLineFormatter: ~Copyable {
             case .failure(let error):
                 reason = "its payload could not be encoded: \(error.message)"
             }
-        case .json, .recordable:
-            if let action = action as? JSONAction {
-                guard let payload = action.payload else { return nil }
-                append(",\"payload\":")
-                guard appendValue(payload) else {
-                    reason = nonFiniteReason("payload")
-                    break
-                }
-                return nil
+        case .json:
+            guard let payload = projection(of: action, as: JSONAction.self).payload else { return nil }
+            append(",\"payload\":")
+            guard appendValue(payload) else {
+                reason = nonFiniteReason("payload")
+                break
             }
-            guard let action = action as? any JournalRecordable else {
-                append(",\"replayable\":false")
-                return nil
-            }
-            guard let tree = action.journalPayload else { return nil }
+            return nil
+        case .recordable(let payload):
+            guard let tree = payload(action) else { return nil }
             do throws(StoreError) {
                 let text = try JSONCText.print(tree)
                 append(",\"payload\":")
