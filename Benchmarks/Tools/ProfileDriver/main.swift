@@ -2,7 +2,7 @@
 // `valgrind --tool=callgrind` (perf has no hardware counters on swift-packages-b,
 // the 2-core x86_64 VM the figures of Benchmarks/README.md come from).
 //   ProfileDriver dispatch-o0|dispatch-o1|plain-o1|hand|c-null|c-payload|c-json|c-json-payload|c-batch
-//                 |jsonc-parse|jsonc-parse-batch|swiftstore-null|swiftstore-registered|snapshot10
+//                 |jsonc-parse|jsonc-parse-batch|swiftstore-null|swiftstore-registered|snapshot10|snapshot1000
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
 //                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos
 //                 |routed-o1|routed50-o1|c-routed [count]
@@ -54,6 +54,12 @@ let cRoutedReduce: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Opaque
     state, _, _, _ in
     let count = json_object_object_get(state, "count")
     json_object_set_int64(count, json_object_get_int64(count) &+ 1)
+}
+/// A C store of `{"count": 0}` with `cReduce` for every action.
+@MainActor func cCounterStore() -> OpaquePointer? {
+    var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
+    var status = RDX_OK
+    return rdx_store_create(json_tokener_parse(#"{"count": 0}"#), &reducers, 1, &status)
 }
 
 /// The benchmarks' plain baseline store (a copy of Benchmarks/ReduxStoreBenchmarks/PlainStore.swift).
@@ -319,10 +325,7 @@ case "plain-o1":
     store.addObserver { note in sink(note.version) }
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "c-null", "c-payload", "c-json", "c-json-payload", "c-batch", "jsonc-parse", "jsonc-parse-batch":
-    var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
-    var status = RDX_OK
-    let state = json_tokener_parse(#"{"count": 0}"#)
-    let store = rdx_store_create(state, &reducers, 1, &status)
+    let store = cCounterStore()
     let payloadText = #"{"amount": 1, "note": "a small payload"}"#
     switch workload {
     case "c-null", "c-payload":
@@ -378,14 +381,24 @@ case "actionlog-o0":
     rdx_store_release(handle)
 case "c-actionlog":
     // c-null with the action log on, as the C inspector keeps it.
-    var reducers = [rdx_reducer(reduce: cReduce, context: nil, identifier: nil)]
-    var status = RDX_OK
-    let state = json_tokener_parse(#"{"count": 0}"#)
-    let store = rdx_store_create(state, &reducers, 1, &status)
+    let store = cCounterStore()
     let claim = rdx_store_open_action_log(store, 1_000, true)
     for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", nil) }
     _ = rdx_store_close_action_log(store, claim)
     rdx_store_release(store)
+case "c-journal-listener":
+    // c-null with a journal (no patches) and a C change listener: the C dispatch with the
+    // change feed's two C-visible consumers.
+    let store = cCounterStore()
+    let path = "/tmp/profiledriver-\(getpid()).journal"
+    _ = rdx_store_start_journal(store, path, false)
+    let listen: @convention(c) (OpaquePointer?, UnsafePointer<rdx_change>?, UnsafeMutableRawPointer?) -> Void = { _, _, _ in }
+    let token = rdx_store_add_change_listener(store, false, listen, nil)
+    for _ in 0..<count { _ = rdx_store_dispatch_action(store, "counter.add", nil) }
+    _ = rdx_store_remove_change_listener(store, token)
+    _ = rdx_store_stop_journal(store)
+    rdx_store_release(store)
+    unlink(path)
 case "todos-o1", "hand-todos":
     // The benchmarks' 100,000-todo dispatch (dispatch.store.todos100000.r1.o1) and its hand
     // loop: a Toggle of the next todo in turn, its reducer casting.
@@ -417,8 +430,10 @@ case "todos-o1", "hand-todos":
             index = index + 1 == size ? 0 : index + 1
         }
     }
-case "snapshot10":
-    let store = Store(reducers: [], state: TodoList(count: 10))
+case "snapshot10", "snapshot1000":
+    // One action (the kept snapshot goes stale), then one snapshot: the benchmarks'
+    // snapshot.store.todos<n>.readers1 at 10 or 1,000 todos.
+    let store = Store(reducers: [], state: TodoList(count: workload == "snapshot10" ? 10 : 1_000))
     for _ in 0..<count {
         store.dispatchAction(Increment(amount: 1))
         sink(store.currentState())
