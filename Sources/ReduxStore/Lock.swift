@@ -53,7 +53,7 @@ package struct Locked<Value> {
     /// Wakes every thread waiting in ``UnsafeView/wait()``. Call it holding the lock (inside
     /// ``withLock(_:)``), after changing what they wait for.
     @inline(__always)
-    package func broadcast() { storage.broadcast() }
+    func broadcast() { storage.broadcast() }
 
     /// The manual operations: lock and unlock by hand, the value's address, waiting. Nothing
     /// here checks that the caller holds the lock; each use says why it does.

@@ -47,7 +47,7 @@ extension ThreadContext {
 }
 
 /// Whether this build runs the internal checks (the tests assert that they do).
-package let internalChecksEnabled: Bool = {
+let internalChecksEnabled: Bool = {
     #if REDUXSTORE_INTERNAL_CHECKS
     return true
     #else

@@ -57,7 +57,7 @@ protocol CStoreCore: AnyObject, Sendable {
         -> (value: OpaquePointer?, found: Bool)
 
     /// The action log: ``Store/openActionLog(_:ticked:)``, ``Store/closeActionLog(_:)``,
-    /// ``Store/tickActionLog()`` and ``Store/readActionLog(after:limit:includingState:wake:)``
+    /// ``Store/tickActionLog()`` and ``Store/readActionLog(after:limit:wake:)``
     /// (without the state).
     func openActionLog(_ capacity: Int, ticked: Bool) -> UInt64
     func closeActionLog(_ token: UInt64) -> Bool
@@ -120,7 +120,7 @@ extension CStoreCore {
     func closeActionLog(_ token: UInt64) -> Bool { store.closeActionLog(token) }
     func tickActionLog() { store.tickActionLog() }
     func readActionLog(after version: UInt64, limit: Int) -> ActionLogRead? {
-        store.readActionLog(after: version, limit: limit, includingState: false)
+        store.readActionLog(after: version, limit: limit)
     }
 
     func addChangeListener(_ listener: ChangeListener) { store.addChangeListener(listener) }

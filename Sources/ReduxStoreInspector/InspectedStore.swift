@@ -390,7 +390,7 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     func tickLog() { store.tickActionLog() }
 
     func readLog(after version: UInt64, limit: Int, wake: (@Sendable () -> Void)?) -> LogRead? {
-        guard let read = store.readActionLog(after: version, limit: limit, includingState: false, wake: wake)
+        guard let read = store.readActionLog(after: version, limit: limit, wake: wake)
         else { return nil }
         return LogRead(changes: read.records.map { .record($0) }, dropped: read.dropped, version: read.version)
     }

@@ -395,13 +395,13 @@ extension InspectorTests {
             options.keptActions = 0
             let inspector = try await StoreInspector(store, options: options)
             defer { Task { await inspector.stop() } }
-            #expect(store.readActionLog(after: 0, includingState: false) == nil)
+            #expect(store.readActionLog(after: 0) == nil)
             store.dispatchAction(AddTodo(title: "unseen"))
             let page = try await connectPage(inspector) { page, _ in
                 let hello = await page.wait { $0["type"] as? String == "hello" }
                 #expect(hello?["version"] as? Int == 1)
                 #expect((hello?["log"] as? [Any])?.isEmpty == true)
-                #expect(store.readActionLog(after: 0, includingState: false) != nil)
+                #expect(store.readActionLog(after: 0) != nil)
                 store.dispatchAction(AddTodo(title: "seen"))
                 let change = await page.wait { $0["type"] as? String == "change" }
                 #expect(change?["version"] as? Int == 2)
@@ -410,7 +410,7 @@ extension InspectorTests {
             #expect(page.all.first?["type"] as? String == "hello")
             var stopped = false
             for _ in 0..<500 where !stopped {
-                stopped = store.readActionLog(after: 0, includingState: false) == nil
+                stopped = store.readActionLog(after: 0) == nil
                 if !stopped { try await Task.sleep(for: .milliseconds(10)) }
             }
             #expect(stopped, "the last page gone, the log stops")

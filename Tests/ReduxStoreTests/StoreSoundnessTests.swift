@@ -1,5 +1,5 @@
 import Dispatch
-import ReduxStore
+@testable import ReduxStore
 import ReduxStoreTestSupport
 import Synchronization
 import Testing

@@ -141,7 +141,7 @@ struct JournalWait {
 
 /// The records of the last applied actions, without patches, oldest first
 /// (``Store/openActionLog(_:ticked:)``): a ring of ``capacity`` records in the store's core, touched under
-/// the store's lock only. Its reader (``Store/readActionLog(after:limit:includingState:wake:)``)
+/// the store's lock only. Its reader (``Store/readActionLog(after:limit:wake:)``)
 /// may leave a wake-up that the next record calls, so it can wait for changes without polling
 /// and without a call per action.
 ///

@@ -59,9 +59,9 @@ package struct DispatchSite: Sendable {
     /// The line; 0 when unknown.
     @inlinable package var line: UInt { UInt(bits & 0xFFFF_FFFF) }
     /// The name's length in bytes.
-    @inlinable package var count: Int { Int((bits >> 32) & 0x7FFF_FFFF) }
+    @inlinable var count: Int { Int((bits >> 32) & 0x7FFF_FFFF) }
     /// Whether `file` is a C caller's, valid only for its call.
-    @inlinable package var borrowed: Bool { bits >> 63 != 0 }
+    @inlinable var borrowed: Bool { bits >> 63 != 0 }
 
     /// No source known (C's plain `rdx_store_dispatch_*` functions, replayed actions).
     @inlinable
@@ -86,7 +86,7 @@ package struct DispatchSite: Sendable {
 
     /// A Swift caller's `#fileID` and `#line`: a literal, which lives as long as the program.
     @inlinable
-    package init(_ file: StaticString, _ line: UInt) {
+    init(_ file: StaticString, _ line: UInt) {
         if file.hasPointerRepresentation {
             self.init(file: UnsafeRawPointer(file.utf8Start), count: file.utf8CodeUnitCount, line: line, borrowed: false)
         } else {
@@ -106,7 +106,7 @@ package struct DispatchSite: Sendable {
 
     /// A site named by a string (a source another process recorded), its name copied once per
     /// distinct name (``KeptNames/files``); unknown past that table's limit or for an empty name.
-    package init(keeping fileID: String, line: UInt) {
+    init(keeping fileID: String, line: UInt) {
         var name = fileID
         let kept = name.withUTF8 { bytes in
             bytes.isEmpty ? nil : KeptNames.files.intern(UnsafeRawBufferPointer(bytes))
@@ -143,7 +143,7 @@ package struct DispatchSite: Sendable {
     /// per distinct name (``KeptNames/files``); any other site is itself. The one way a borrowed
     /// site is kept: the records that outlive a dispatch (``ChangeRecord``, a queued action, the
     /// action log's column) take their site through it.
-    package func kept() -> DispatchSite {
+    func kept() -> DispatchSite {
         guard borrowed, let file else { return self }
         guard let name = KeptNames.files.intern(UnsafeRawBufferPointer(start: file, count: count)) else {
             return .unknown
@@ -179,12 +179,12 @@ package final class KeptNames: @unchecked Sendable {
     // written after they were filled.
 
     /// The C file names of recorded dispatches (`RDX_MAX_SOURCE_FILES`).
-    package static let files = KeptNames(limit: 4096)
+    static let files = KeptNames(limit: 4096)
     /// The identifiers of logged C actions (`RDX_MAX_LOGGED_IDENTIFIERS`).
     package static let identifiers = KeptNames(limit: 4096)
 
     /// The most names kept; past it ``intern(_:)`` returns `nil` for a new one.
-    package let limit: Int
+    let limit: Int
 
     private struct Table {
         /// Each name's copy, by its bytes.

@@ -1,4 +1,4 @@
-/// What ``Store/readActionLog(after:limit:includingState:wake:)`` read at one instant.
+/// What ``Store/readActionLog(after:limit:wake:)`` read at one instant.
 package struct ActionLogRead: Sendable {
     /// The records of the versions after the one asked for, oldest first (the oldest `limit`).
     package var records: [ChangeRecord]
@@ -6,9 +6,6 @@ package struct ActionLogRead: Sendable {
     package var dropped: UInt64
     /// The store's version when read.
     package var version: UInt64
-    /// The state at ``version`` as JSON, when asked for and the records reach ``version``: or
-    /// why it cannot be made JSON.
-    package var state: Result<JSONValue, StoreError>?
 }
 
 extension Store {
@@ -41,43 +38,19 @@ extension Store {
         withCoreLocked { core, _ in core.pointee.actionLog.tick() }
     }
 
-    /// Reads the action log (``openActionLog(_:ticked:)``) at one instant: the records after `version`
-    /// (at most the oldest `limit`), the store's version, and with `includingState` when the
-    /// records reach that version, the state at it as JSON (encoded under the lock, made JSON outside
-    /// it). When there is no record after `version`, `wake` (if given) is left for the next
-    /// record to call, once, under the store's lock (beside those other readers left): it must only signal. `nil` when no log is
+    /// Reads the action log (``openActionLog(_:ticked:)``) at one instant: the records after
+    /// `version` (at most the oldest `limit`) and the store's version. When there is no record
+    /// after `version`, `wake` (if given) is left for the next record to call, once, under the
+    /// store's lock (beside those other readers left): it must only signal. `nil` when no log is
     /// kept (`wake` is then not kept either).
     package func readActionLog(
-        after version: UInt64, limit: Int = .max, includingState: Bool, wake: (@Sendable () -> Void)? = nil
+        after version: UInt64, limit: Int = .max, wake: (@Sendable () -> Void)? = nil
     ) -> ActionLogRead? {
-        let read = withCoreLocked { core, insideReducer -> (ActionLogRead, SnapshotTape?, StoreError?)? in
+        withCoreLocked { core, _ -> ActionLogRead? in
             guard core.pointee.actionLog.isOn else { return nil }
             let (records, dropped) = core.pointee.actionLog.records(after: version, limit: limit)
             if records.isEmpty, let wake { core.pointee.actionLog.arm(wake) }
-            var tape: SnapshotTape?
-            var failure: StoreError?
-            if includingState, records.last?.version == core.pointee.version, !insideReducer || readableInsideReducer {
-                let encoded = SnapshotTape()
-                do throws(StoreError) {
-                    try core.pointee.encoder.encode(state.pointee, into: encoded)
-                    tape = encoded
-                } catch {
-                    failure = error
-                }
-            }
-            return (ActionLogRead(records: records, dropped: dropped, version: core.pointee.version), tape, failure)
+            return ActionLogRead(records: records, dropped: dropped, version: core.pointee.version)
         }
-        guard let (found, tape, failure) = read else { return nil }
-        var result = found
-        if let failure {
-            result.state = .failure(failure)
-        } else if let tape {
-            do throws(StoreError) {
-                result.state = .success(try SnapshotDecoder.decode(JSONValue.self, from: tape))
-            } catch {
-                result.state = .failure(error)
-            }
-        }
-        return result
     }
 }

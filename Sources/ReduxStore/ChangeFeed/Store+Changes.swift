@@ -7,7 +7,7 @@ package final class ChangeListener: @unchecked Sendable {
     // changed under it too.
 
     /// Whether the records it receives carry the action's patch.
-    package let includingPatches: Bool
+    let includingPatches: Bool
     let receive: (ChangeRecord) -> Void
     /// Called once when the listener is removed or the store is freed.
     private let end: () -> Void

@@ -99,7 +99,7 @@ package struct ChangeRecord: @unchecked Sendable {
     /// The action's patch, when a consumer asked for patches and it could be made.
     package let patch: [JSONPatch.Operation]?
     /// Why the patch could not be made, when a consumer asked for it.
-    package let patchError: String?
+    let patchError: String?
     /// Where the action was dispatched from; its bytes live as long as the program (both
     /// initializers keep a borrowed site: ``DispatchSite/kept()``).
     package let source: DispatchSite

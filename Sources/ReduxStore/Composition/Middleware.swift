@@ -53,7 +53,7 @@ package final class MiddlewareChain: @unchecked Sendable {
 
     /// Runs `action` through the chain from the middleware at `index` for `store`; what reaches
     /// the end goes to `final`.
-    package func run(
+    func run(
         _ store: AnyObject, _ action: any Action, from index: Int = 0,
         final: (any Action) -> Void
     ) {

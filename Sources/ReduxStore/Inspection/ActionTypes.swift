@@ -46,7 +46,7 @@ public struct ActionTypes: Sendable {
     }
 
     /// Whether no type is registered.
-    package var isEmpty: Bool { registrations.isEmpty }
+    var isEmpty: Bool { registrations.isEmpty }
 
     /// The registered identifiers, sorted by code point.
     package var identifiers: [String] { registrations.keys.sorted().map(\.string) }

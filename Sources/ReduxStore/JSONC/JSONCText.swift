@@ -329,7 +329,7 @@ package enum JSONCText {
     }
 
     /// Prints a tree (borrowed; `nil` prints as `null`) as compact or pretty JSON text.
-    package static func print(_ object: OpaquePointer?, pretty: Bool = false) throws(StoreError) -> String {
+    static func print(_ object: OpaquePointer?, pretty: Bool = false) throws(StoreError) -> String {
         try JSONC.print(object, pretty: pretty)
     }
 

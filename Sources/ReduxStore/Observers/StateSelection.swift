@@ -36,7 +36,7 @@ package final class StateSelection: @unchecked Sendable {
 
     /// Reads the value of the state at rest, when the observer is added outside a reducer.
     @usableFromInline
-    package func start(state: UnsafeMutableRawPointer) {
+    func start(state: UnsafeMutableRawPointer) {
         _ = compare(state)
     }
 
@@ -45,7 +45,7 @@ package final class StateSelection: @unchecked Sendable {
     /// no value was read yet (the observer was added inside a reducer), keeps it as the last
     /// one read and returns `false`.
     @inline(__always)
-    package func update(state: UnsafeMutableRawPointer, version: UInt64) -> Bool {
+    func update(state: UnsafeMutableRawPointer, version: UInt64) -> Bool {
         guard compare(state) else { return false }
         keepCurrent(at: version)
         return true
@@ -96,7 +96,7 @@ struct SelectedValue<Value> {
 final class SelectedValueBox<Value>: @unchecked Sendable {
     // @unchecked: see above. `@exclusivity(unchecked)`: the store's lock already keeps accesses
     // apart; the run-time check cost a call per access.
-    @exclusivity(unchecked) @usableFromInline package var last: Value?
+    @exclusivity(unchecked) @usableFromInline var last: Value?
 
     @inlinable
     init() {}

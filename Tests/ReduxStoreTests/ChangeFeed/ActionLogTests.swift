@@ -23,32 +23,30 @@ struct ActionLogTests {
     @Test("off unless kept; keeps the newest records, in order, and counts what it no longer holds")
     func ring() throws {
         let store = Store(reducers: [add], state: Counter())
-        #expect(store.readActionLog(after: 0, includingState: false) == nil)
+        #expect(store.readActionLog(after: 0) == nil)
         let claim = store.openActionLog(4)
         for amount in 1...6 { store.dispatchAction(Add(amount: amount)) }
-        let read = try #require(store.readActionLog(after: 0, includingState: false))
+        let read = try #require(store.readActionLog(after: 0))
         #expect(read.records.map(\.version) == [3, 4, 5, 6])
         #expect(read.records.map { ($0.action as? Add)?.amount } == [3, 4, 5, 6])
         #expect(read.dropped == 2)
         #expect(read.version == 6)
-        #expect(read.state == nil)
-        // The oldest `limit` after a version; the state only when the records reach the store's.
-        let some = try #require(store.readActionLog(after: 3, limit: 2, includingState: true))
+        // The oldest `limit` after a version.
+        let some = try #require(store.readActionLog(after: 3, limit: 2))
         #expect(some.records.map(\.version) == [4, 5])
         #expect(some.dropped == 0)
-        #expect(some.state == nil)
-        let rest = try #require(store.readActionLog(after: 5, includingState: true))
+        let rest = try #require(store.readActionLog(after: 5))
         #expect(rest.records.map(\.version) == [6])
-        #expect(try rest.state?.get() == (try JSONValue(encoding: Counter(count: 21))))
+        #expect(rest.version == 6)
         // The log keeps what the largest open claim asks for: shrinking keeps the newest; the
         // last claim closed stops it.
         let smaller = store.openActionLog(2)
-        #expect(store.readActionLog(after: 0, includingState: false)?.records.map(\.version) == [3, 4, 5, 6])
+        #expect(store.readActionLog(after: 0)?.records.map(\.version) == [3, 4, 5, 6])
         #expect(store.closeActionLog(claim))
         #expect(!store.closeActionLog(claim))
-        #expect(store.readActionLog(after: 0, includingState: false)?.records.map(\.version) == [5, 6])
+        #expect(store.readActionLog(after: 0)?.records.map(\.version) == [5, 6])
         #expect(store.closeActionLog(smaller))
-        #expect(store.readActionLog(after: 0, includingState: false) == nil)
+        #expect(store.readActionLog(after: 0) == nil)
     }
 
     @Test("two readers' claims: closing one leaves the other's log as it was")
@@ -59,10 +57,10 @@ struct ActionLogTests {
         for amount in 1...3 { store.dispatchAction(Add(amount: amount)) }
         #expect(store.closeActionLog(first))
         store.dispatchAction(Add(amount: 4))
-        let read = try #require(store.readActionLog(after: 0, includingState: false))
+        let read = try #require(store.readActionLog(after: 0))
         #expect(read.records.map(\.version) == [1, 2, 3, 4])
         #expect(store.closeActionLog(second))
-        #expect(store.readActionLog(after: 0, includingState: false) == nil)
+        #expect(store.readActionLog(after: 0) == nil)
     }
 
     @Test("a record keeps the batch's versions and where it was dispatched from")
@@ -72,7 +70,7 @@ struct ActionLogTests {
         let line = #line + 1
         store.dispatchAction(Add(amount: 1))
         store.dispatchActions([Add(amount: 2), Add(amount: 3)])
-        let records = try #require(store.readActionLog(after: 0, includingState: false)).records
+        let records = try #require(store.readActionLog(after: 0)).records
         #expect(records.map(\.batch) == [nil, 2...3, 2...3])
         #expect(records[0].source.line == UInt(line))
     }
@@ -84,16 +82,16 @@ struct ActionLogTests {
         let wakes = Wakes()
         // A reader that finds records leaves no wake-up.
         store.dispatchAction(Add(amount: 1))
-        _ = store.readActionLog(after: 0, includingState: false, wake: wakes.wake(3))
-        _ = store.readActionLog(after: 1, includingState: false, wake: wakes.wake(0))
-        _ = store.readActionLog(after: 1, includingState: false, wake: wakes.wake(1))
+        _ = store.readActionLog(after: 0, wake: wakes.wake(3))
+        _ = store.readActionLog(after: 1, wake: wakes.wake(0))
+        _ = store.readActionLog(after: 1, wake: wakes.wake(1))
         #expect(wakes.all == [0, 0, 0, 0])
         store.dispatchAction(Add(amount: 1))
         #expect(wakes.all == [1, 1, 0, 0])
         store.dispatchAction(Add(amount: 1))
         #expect(wakes.all == [1, 1, 0, 0])
         // Stopping the log wakes whoever waits, so no reader waits for a log that is gone.
-        _ = store.readActionLog(after: 3, includingState: false, wake: wakes.wake(2))
+        _ = store.readActionLog(after: 3, wake: wakes.wake(2))
         store.closeActionLog(claim)
         #expect(wakes.all == [1, 1, 1, 0])
     }
@@ -109,7 +107,7 @@ struct ActionLogTests {
         store.tickActionLog()
         Thread.sleep(forTimeInterval: 0.03)
         store.dispatchAction(Add(amount: 1))
-        var times = try #require(store.readActionLog(after: 0, includingState: false)).records.map { nanoseconds($0.time) }
+        var times = try #require(store.readActionLog(after: 0)).records.map { nanoseconds($0.time) }
         #expect(times[0] == times[1], "no tick: the same time")
         #expect(times[2] > times[1], "after a tick: the clock again")
         let now = Int64(Date().timeIntervalSince1970 * 1e9)
@@ -121,7 +119,7 @@ struct ActionLogTests {
         store.dispatchAction(Add(amount: 1))
         Thread.sleep(forTimeInterval: 0.03)
         store.dispatchAction(Add(amount: 1))
-        times = try #require(store.readActionLog(after: 3, includingState: false)).records.map { nanoseconds($0.time) }
+        times = try #require(store.readActionLog(after: 3)).records.map { nanoseconds($0.time) }
         #expect(times.count == 2 && times[1] > times[0], "unticked: every record reads the clock")
     }
 }
@@ -155,7 +153,7 @@ extension ActionLogTests {
             }
             #expect(aliveReferences.withLock { $0 } - before <= 2, "the ring holds at most the Held actions it keeps")
             do {
-                let records = try #require(store.readActionLog(after: 0, includingState: false)).records
+                let records = try #require(store.readActionLog(after: 0)).records
                 #expect(records.map(\.version) == Array(36...40))
                 #expect(records[0].action.identifier == "counter.json")
                 #expect((records[1].action as? Add)?.amount == 36)
