@@ -411,7 +411,7 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     }
 
     func dispatch(identifier: String, payload: JSONValue?) throws(StoreError) -> UInt64 {
-        guard let decode = actions.decoder(for: identifier) else {
+        guard let decode = actions.registration(for: identifier)?.decode else {
             throw StoreError(.invalidArgument, "\"\(identifier)\" is not an identifier this program lets the page dispatch")
         }
         let tree = try payload.map { (value) throws(StoreError) in try JSONCEncoder().encode(value) } ?? nil

@@ -51,11 +51,6 @@ public struct ActionTypes: Sendable {
     /// The registered identifiers, sorted by code point.
     package var identifiers: [String] { registrations.keys.sorted().map(\.string) }
 
-    /// The decoder registered for `identifier`.
-    package func decoder(for identifier: String) -> Decode? {
-        registration(for: identifier)?.decode
-    }
-
     /// What was registered for `identifier`.
     package func registration(for identifier: String) -> Registration? {
         registrations.isEmpty ? nil : registrations[JSONKey(identifier)]
@@ -67,7 +62,7 @@ public struct ActionTypes: Sendable {
     /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
     ///   does not decode into the registered type.
     package func action(identifier: String, payload: OpaquePointer?) throws(StoreError) -> any Action {
-        guard let decode = decoder(for: identifier) else {
+        guard let decode = registration(for: identifier)?.decode else {
             return try JSONAction(identifier: identifier, jsonCPayload: payload)
         }
         do {
