@@ -82,10 +82,26 @@ final class CReducers: @unchecked Sendable {
     /// `published`: where named identifiers are published for `root`'s store.
     init(_ reducers: [rdx_reducer], root: OpaquePointer?, publishingIn published: KeptIdentifiers) throws(StoreError) {
         // The distinct identifiers, in the order they first appear, kept (or copied, past the
-        // kept names' limit) before anything else is allocated (nothing to undo if a copy fails).
+        // kept names' limit) before anything else is allocated (nothing to undo if a copy fails);
+        // each reducer's index among them (nil: every action). Found by their bytes in a
+        // dictionary: a store of thousands of named reducers is made in linear time.
         var names: [(name: UnsafePointer<CChar>, kept: Bool)] = []
         var ownCopies: [UnsafeMutablePointer<CChar>] = []
-        for identifier in reducers.compactMap(\.identifier) where !names.contains(where: { strcmp($0.name, identifier) == 0 }) {
+        var nameIndex: [[UInt8]: Int] = [:]
+        var reducerNames: [Int?] = []
+        reducerNames.reserveCapacity(reducers.count)
+        for reducer in reducers {
+            guard let identifier = reducer.identifier else {
+                reducerNames.append(nil)
+                continue
+            }
+            let bytes = Array(UnsafeRawBufferPointer(start: identifier, count: strlen(identifier)))
+            if let index = nameIndex[bytes] {
+                reducerNames.append(index)
+                continue
+            }
+            nameIndex[bytes] = names.count
+            reducerNames.append(names.count)
             if let kept = KeptNames.identifiers.intern(cString: identifier) {
                 names.append((kept, true))
                 continue
@@ -112,12 +128,20 @@ final class CReducers: @unchecked Sendable {
         slots.initialize(repeating: Slot())
         byKeptCopy = .allocate(capacity: size)
         byKeptCopy.initialize(repeating: Slot())
-        for (name, kept) in names {
-            let applying = reducers.filter { $0.identifier == nil || strcmp($0.identifier, name) == 0 }
+        // The reducers that apply to each identifier, in the order given: those that name it
+        // (with its kept copy as their identifier) and those for every action.
+        var applying = [[rdx_reducer]](repeating: [], count: names.count)
+        for (reducer, index) in zip(reducers, reducerNames) {
+            if let index {
+                applying[index].append(
+                    rdx_reducer(reduce: reducer.reduce, context: reducer.context, identifier: names[index].name))
+            } else {
+                for index in applying.indices { applying[index].append(reducer) }
+            }
+        }
+        for ((name, kept), applying) in zip(names, applying) {
             let buffer = UnsafeMutableBufferPointer<rdx_reducer>.allocate(capacity: applying.count)
-            _ = buffer.initialize(from: applying.map {
-                rdx_reducer(reduce: $0.reduce, context: $0.context, identifier: $0.identifier.map { _ in name })
-            })
+            _ = buffer.initialize(from: applying)
             let (hash, length) = Self.hash(name)
             let slot = Slot(hash: hash, name: name, length: length, reducers: buffer, kept: kept)
             var index = Int(truncatingIfNeeded: hash) & (size - 1)
