@@ -247,11 +247,13 @@ extension Store {
     private func countAppliedLocked(_ action: any Action, batch: ClosedRange<UInt64>?, source: DispatchSite) -> UInt64 {
         let core = self.core.unsafe.valuePointer
         core.pointee.version &+= 1
-        if let recorder = core.pointee.recorder {
-            recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
-        }
+        // The log first: the recorder attaches the patch to its newest record when a reader of
+        // the log asks for patches.
         if core.pointee.actionLog.isOn {
             logLocked(action, at: core.pointee.version, batch: batch, source: source)
+        }
+        if let recorder = core.pointee.recorder {
+            recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
         }
         return core.pointee.version
     }

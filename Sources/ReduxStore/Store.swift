@@ -152,6 +152,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         finishAutosaveAtDeinit()
         stopJournalAtDeinit()
         endChangeListenersAtDeinit()
+        core.unsafe.valuePointer.pointee.actionLog.endReaders()
         core.unsafe.valuePointer.pointee.actionLog.deallocate()
         // The observer list goes with the core: each observer is released once no delivery
         // holds it (its release handler runs, so an async sequence of notifications ends).

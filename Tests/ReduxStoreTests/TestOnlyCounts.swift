@@ -1,10 +1,19 @@
 @testable import ReduxStore
 
 extension Store {
-    /// The number of listeners of the change feed now: how the tests see that a sequence's
-    /// listener came and went.
+    /// The number of listeners of the change feed and claims on the action log now: how the
+    /// tests see that a sequence's claim came and went.
     var changeListenerCount: Int {
-        withCoreLocked { core, _ in core.pointee.recorder?.listeners.count ?? 0 }
+        withCoreLocked { core, _ in
+            (core.pointee.recorder?.listeners.count ?? 0) + core.pointee.actionLog.claimCount
+        }
+    }
+}
+
+extension Store {
+    /// Whether the store keeps nothing for the change feed: no recorder, no action log.
+    var recordsNothing: Bool {
+        withCoreLocked { core, _ in core.pointee.recorder == nil && !core.pointee.actionLog.isOn }
     }
 }
 

@@ -5,7 +5,7 @@
 //                 |jsonc-parse|jsonc-parse-batch|swiftstore-null|swiftstore-registered|snapshot10|snapshot1000
 //                 |gauge-o0|keypath-unchanged|middleware-pass|journal|journal-patches|journal-burst
 //                 |journal-timing|jsonvalue-todos|inspector-idle|actionlog-o0|c-actionlog|todos-o1|hand-todos
-//                 |routed-o1|routed50-o1|c-routed [count]
+//                 |routed-o1|routed50-o1|c-routed|changes-o0|changes-read [count]
 //   ProfileDriver plain-paired|contention-paired [rounds]   (not for callgrind: wall-clock ratios,
 //                 paired as the benchmarks pair them; contention-paired reads THREADS, 4 by default)
 // (inspector-idle: a counter store with a live inspector, no page connected)
@@ -379,6 +379,27 @@ case "actionlog-o0":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     _ = rdx_store_close_action_log(handle, claim)
     rdx_store_release(handle)
+case "changes-o0", "changes-read":
+    // dispatch-o0 with a `changes()` sequence open: not read (what it costs the dispatching
+    // thread), or read to the end after the dispatches (all it costs, the reading included).
+    let store = Store(reducers: [add], state: Counter())
+    let feed = store.changes(bufferingNewest: workload == "changes-read" ? count : 4096)
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
+    if workload == "changes-read" {
+        let done = DispatchSemaphore(value: 0)
+        // Detached: the top level runs on the main actor, which the semaphore holds.
+        Task.detached {
+            var read = 0
+            for await change in feed {
+                sink(change.version)
+                read += 1
+                if read == count { break }
+            }
+            done.signal()
+        }
+        done.wait()
+    }
+    withExtendedLifetime(feed) {}
 case "c-actionlog":
     // c-null with the action log on, as the C inspector keeps it.
     let store = cCounterStore()

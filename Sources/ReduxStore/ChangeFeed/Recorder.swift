@@ -45,8 +45,9 @@ package struct ActionKeeper: @unchecked Sendable {
 
 /// The change feed: what a store records of each applied action besides applying it, and who
 /// consumes the record — the journal (``Store/startJournal(at:options:)``), the history
-/// (``Store/keepHistory(_:)``), the listeners (``Store/changes(includingPatches:bufferingNewest:)``
-/// and the C face's), and the observers that asked for patches. Touched only under the store's
+/// (``Store/keepHistory(_:)``), the C face's listeners, the observers that asked for patches, and
+/// the action log's patches (``ActionLog``, read by ``Store/changes(includingPatches:bufferingNewest:)``
+/// and the live inspectors, is written beside it by the apply transaction). Touched only under the store's
 /// lock; the store's `recorder` field is `nil` while nobody consumes, so a dispatch then tests
 /// one field.
 final class Recorder {
@@ -78,12 +79,18 @@ final class Recorder {
     /// for it to take once it released the lock.
     private var journalToWaitFor: (journal: Journal, version: UInt64)?
 
-    var isEmpty: Bool { journal == nil && history == nil && listeners.isEmpty && !keepsLastValue }
+    /// Whether the action log asks for each record's patch (a ``Store/changes(includingPatches:bufferingNewest:)``
+    /// sequence with patches reads it).
+    var logWantsPatches = false { didSet { updateJournalAlone() } }
+
+    var isEmpty: Bool { journal == nil && history == nil && listeners.isEmpty && !keepsLastValue && !logWantsPatches }
 
 
     private func updateJournalAlone() {
         listenersWantPatches = listeners.contains { $0.includingPatches }
-        if let journal, !journal.options.recordPatches, history == nil, listeners.isEmpty, !keepsLastValue {
+        if let journal, !journal.options.recordPatches, history == nil, listeners.isEmpty, !keepsLastValue,
+            !logWantsPatches
+        {
             journalAlone = journal
         } else {
             journalAlone = nil
@@ -108,7 +115,16 @@ final class Recorder {
         }
     }
 
-    /// Forgets the state kept for patches (nobody wants them any more).
+    /// Forgets the state kept for patches when nobody wants them any more: neither the journal,
+    /// a listener, a reader of the action log, nor (`observersWantPatches`) an observer.
+    func forgetStateUnlessWanted(observersWantPatches: Bool) {
+        guard journal?.options.recordPatches != true, !listenersWantPatches, !logWantsPatches,
+              !observersWantPatches
+        else { return }
+        forgetState()
+    }
+
+    /// Forgets the state kept for patches.
     func forgetState() {
         lastValue = nil
         lastValueError = nil
@@ -139,11 +155,13 @@ struct JournalWait {
     func run() { journal.waitForRoom(through: version) }
 }
 
-/// The records of the last applied actions, without patches, oldest first
-/// (``Store/openActionLog(_:ticked:)``): a ring of ``capacity`` records in the store's core, touched under
-/// the store's lock only. Its reader (``Store/readActionLog(after:limit:wake:)``)
-/// may leave a wake-up that the next record calls, so it can wait for changes without polling
-/// and without a call per action.
+/// The records of the last applied actions, oldest first, with their patches while a reader
+/// asks for them: a ring of ``capacity`` records in the store's core, touched under the store's
+/// lock only, kept while a reader holds a claim on it — the live inspectors
+/// (``Store/openActionLog(_:ticked:)``, read with ``Store/readActionLog(after:limit:wake:)``) and
+/// each ``Store/changes(includingPatches:bufferingNewest:)`` sequence (a ``ChangeReader``, read
+/// from its claim's cursor). A reader may leave a wake-up that the next record calls, so it can
+/// wait for changes without polling and without a call per action.
 ///
 /// What a dispatch writes is kept to the least: the action and its source, each in a column of
 /// memory the log allocates itself (not an array of records in a class: no retain, release,
@@ -160,7 +178,10 @@ struct JournalWait {
 /// ``times`` has a mark at or before the oldest record's version; ``deallocate()`` runs once, at
 /// the store's deinit.
 struct ActionLog {
+    /// The records the ring holds room for now; it grows up to ``limit``.
     private(set) var capacity = 0
+    /// The records the largest claim asks to keep.
+    private var limit = 0
     private var actions: UnsafeMutablePointer<any Action>?
     private var sources: UnsafeMutablePointer<DispatchSite>?
     private var count = 0
@@ -188,10 +209,30 @@ struct ActionLog {
     /// dispatches from few files, most often again from the last one, found here by comparing
     /// its bytes rather than in ``KeptNames/files`` (a lock and a hash).
     private var lastSource: DispatchSite?
-    /// The readers' claims (``Store/openActionLog(_:ticked:)``): the log keeps as many records as
-    /// the largest asks for, ticked when every one is.
-    private var claims: [UInt64: (capacity: Int, ticked: Bool)] = [:]
+    /// The readers' claims (``Store/openActionLog(_:ticked:)``, ``Store/changes(includingPatches:bufferingNewest:)``):
+    /// the log keeps as many records as the largest asks for, ticked when every one is, with
+    /// patches while one asks for them.
+    private var claims: [UInt64: Claim] = [:]
     private var lastClaim: UInt64 = 0
+    /// Each record's patch and why it could not be made (``attachPatch(_:error:)``), a slot for
+    /// each of the ring's while a claim asks for patches; empty otherwise.
+    private var patches: [(operations: [JSONPatch.Operation]?, error: String?)] = []
+
+    /// One reader's claim on the log.
+    struct Claim {
+        var capacity: Int
+        var ticked: Bool
+        var patches = false
+        /// The newest version a ``ChangeReader`` read through the claim (``read(_:limit:)``).
+        var cursor: UInt64 = 0
+        /// The sequence reading through the claim, handed its unread records when the store is
+        /// freed; `nil` for a reader that reads with ``records(after:limit:)`` (the inspectors).
+        /// Weak: the sequence holds the reader, and a reader freed closes its claim.
+        weak var reader: ChangeReader?
+    }
+
+    /// The number of open claims.
+    var claimCount: Int { claims.count }
 
     /// Whether records are kept.
     var isOn: Bool { @inline(__always) get { capacity > 0 } }
@@ -214,12 +255,23 @@ struct ActionLog {
     }
 
     /// Adds a reader's claim; its token.
-    mutating func open(_ capacity: Int, ticked: Bool) -> UInt64 {
+    mutating func open(_ claim: Claim) -> UInt64 {
         lastClaim += 1
-        claims[lastClaim] = (max(capacity, 0), ticked)
+        var claim = claim
+        claim.capacity = max(claim.capacity, 0)
+        claims[lastClaim] = claim
         fitClaims()
         return lastClaim
     }
+
+    /// Names the sequence reading through the claim of `token`.
+    mutating func attach(_ reader: ChangeReader, to token: UInt64) {
+        claims[token]?.reader = reader
+    }
+
+    /// Whether a claim asks for patches: the recorder makes each record's patch and attaches it
+    /// (``attachPatch(_:error:)``).
+    var wantsPatches: Bool { !patches.isEmpty }
 
     /// Removes a reader's claim; false for an unknown token.
     mutating func close(_ token: UInt64) -> Bool {
@@ -231,33 +283,56 @@ struct ActionLog {
     private mutating func fitClaims() {
         resize(
             to: claims.values.map(\.capacity).max() ?? 0,
-            ticked: !claims.isEmpty && claims.values.allSatisfy(\.ticked))
+            ticked: !claims.isEmpty && claims.values.allSatisfy(\.ticked),
+            patches: claims.values.contains { $0.patches })
     }
 
     /// Keeps the newest `capacity` records (0: none), the newest of those it has; with `ticked`,
     /// a record reads the clock only after a ``tick()``.
-    private mutating func resize(to capacity: Int, ticked: Bool) {
+    private mutating func resize(to limit: Int, ticked: Bool, patches wanted: Bool) {
         self.ticked = ticked
         clockDue = true
-        guard capacity != self.capacity else { return }
-        let kept = records(after: 0, limit: .max).records.suffix(max(capacity, 0))
+        self.limit = max(limit, 0)
+        // A ring of up to `firstSlots` records at once; a larger one grows as records come
+        // (a reader may ask for millions, or `Int.max`).
+        let capacity = min(self.limit, max(Self.firstSlots, count))
+        if capacity != self.capacity {
+            reallocate(to: capacity, patches: wanted)
+        } else if wanted != wantsPatches {
+            patches = wanted ? Array(repeating: (nil, nil), count: capacity) : []
+        }
+        if self.capacity == 0, armed { ring() }
+    }
+
+    /// How many records a ring is made for at first, at most.
+    static let firstSlots = 4096
+
+    /// Doubles the ring, up to ``limit``: it is full and a reader asks for more.
+    @inline(never)
+    private mutating func grow() {
+        reallocate(to: min(limit, capacity &* 2), patches: wantsPatches)
+    }
+
+    /// Makes the ring `capacity` records long, keeping the newest of those it has, with their
+    /// patches when `wanted`.
+    private mutating func reallocate(to capacity: Int, patches wanted: Bool) {
+        let kept = records(after: 0, limit: .max).records.suffix(capacity)
         deallocateRecords()
-        self.capacity = max(capacity, 0)
-        if self.capacity > 0 {
-            actions = .allocate(capacity: self.capacity)
-            sources = .allocate(capacity: self.capacity)
-            #if REDUXSTORE_INTERNAL_CHECKS
-            // Unused slots read as zeros, which ``_checkInvariants(newest:)`` checks.
-            UnsafeMutableRawPointer(actions!).initializeMemory(
-                as: UInt8.self, repeating: 0, count: self.capacity * MemoryLayout<any Action>.stride)
-            #endif
-            for record in kept {
-                if record.batch?.lowerBound == record.version { batches.append(record.batch!) }
-                if times.last?.time != record.nanoseconds { times.append((record.version, record.nanoseconds)) }
-                append(record.action, version: record.version, source: record.source)
-            }
-        } else if armed {
-            ring()
+        self.capacity = capacity
+        patches = wanted ? Array(repeating: (nil, nil), count: capacity) : []
+        guard capacity > 0 else { return }
+        actions = .allocate(capacity: capacity)
+        sources = .allocate(capacity: capacity)
+        #if REDUXSTORE_INTERNAL_CHECKS
+        // Unused slots read as zeros, which ``_checkInvariants(newest:)`` checks.
+        UnsafeMutableRawPointer(actions!).initializeMemory(
+            as: UInt8.self, repeating: 0, count: capacity * MemoryLayout<any Action>.stride)
+        #endif
+        for record in kept {
+            if record.batch?.lowerBound == record.version { batches.append(record.batch!) }
+            if times.last?.time != record.nanoseconds { times.append((record.version, record.nanoseconds)) }
+            append(record.action, version: record.version, source: record.source)
+            if wanted { attachPatch(record.patch, error: record.patchError) }
         }
     }
 
@@ -266,20 +341,24 @@ struct ActionLog {
     /// any).
     @inline(__always)
     mutating func append(_ action: any Action, version: UInt64, source: DispatchSite, keeper: ActionKeeper? = nil) {
-        // The columns exist while the log is on, which every caller has checked (``isOn``).
-        let actions = self.actions.unsafelyUnwrapped
-        let sources = self.sources.unsafelyUnwrapped
         let slot: Int
         if count < capacity {
+            slot = (start &+ count) % capacity
+            count &+= 1
+        } else if capacity < limit {
+            grow()
             slot = (start &+ count) % capacity
             count &+= 1
         } else {
             slot = start
             start = start &+ 1 == capacity ? 0 : start &+ 1
-            if ActionContainer.typeIdentity(at: actions + slot) != trivialType {
-                (actions + slot).deinitialize(count: 1)
-            }
+            let oldest = self.actions.unsafelyUnwrapped + slot
+            if ActionContainer.typeIdentity(at: oldest) != trivialType { oldest.deinitialize(count: 1) }
         }
+        // The columns exist while the log is on, which every caller has checked (``isOn``); read
+        // after a growth moved them.
+        let actions = self.actions.unsafelyUnwrapped
+        let sources = self.sources.unsafelyUnwrapped
         // `as any Action`: the container's bytes, not those of the value inside (a generic
         // parameter opens an existential argument). Copied as bytes (of the trivial type, which
         // owns what it holds: nothing to keep, nothing more to learn), written by the keeper,
@@ -305,6 +384,13 @@ struct ActionLog {
         (sources + slot).initialize(to: keep(source))
         newest = version
         if armed { ring() }
+    }
+
+    /// Attaches its patch, or why it could not be made, to the newest record; the log wants
+    /// patches (``wantsPatches``).
+    mutating func attachPatch(_ operations: [JSONPatch.Operation]?, error: String?) {
+        guard count > 0, !patches.isEmpty else { return }
+        patches[(start &+ count &- 1) % capacity] = (operations, error)
     }
 
     /// How ``append(_:version:source:keeper:)`` wrote an action into its slot.
@@ -351,6 +437,9 @@ struct ActionLog {
         clock_gettime(CLOCK_REALTIME_COARSE, &now)
         time = Int64(now.tv_sec) &* 1_000_000_000 &+ Int64(now.tv_nsec)
         clockDue = !ticked
+        // A mark only when the time moved: the coarse clock reads the same for a few
+        // milliseconds, and a record takes the time of the last mark at or before it.
+        guard times.last?.time != time else { return }
         trimMarks()
         times.append((version, time))
     }
@@ -386,9 +475,10 @@ struct ActionLog {
     /// Lets the next record read the clock again.
     mutating func tick() { clockDue = true }
 
-    /// The records of versions after `version`, oldest first, at most `limit`; `dropped` counts
-    /// the versions after `version` older than the oldest it returns, which it no longer holds.
-    func records(after version: UInt64, limit: Int) -> (records: [ChangeRecord], dropped: UInt64) {
+    /// The records of versions after `version`, oldest first, at most `limit`, with their
+    /// patches when kept and asked for; `dropped` counts the versions after `version` older than
+    /// the oldest it returns, which it no longer holds.
+    func records(after version: UInt64, limit: Int, patches withPatches: Bool = true) -> (records: [ChangeRecord], dropped: UInt64) {
         guard let actions, let sources, count > 0 else { return ([], 0) }
         let oldest = newest &- UInt64(count) &+ 1
         let first = max(version &+ 1, oldest)
@@ -405,11 +495,33 @@ struct ActionLog {
             while timeIndex + 1 < times.count, times[timeIndex + 1].version <= recordVersion { timeIndex += 1 }
             while batchIndex < batches.count, batches[batchIndex].upperBound < recordVersion { batchIndex += 1 }
             let batch = batchIndex < batches.count && batches[batchIndex].contains(recordVersion) ? batches[batchIndex] : nil
+            let patch = patches.isEmpty || !withPatches ? (operations: nil, error: nil) : patches[slot]
             result.append(ChangeRecord(
                 version: recordVersion, action: actions[slot], nanoseconds: times.isEmpty ? 0 : times[timeIndex].time,
-                batchFirst: batch?.lowerBound ?? 0, batchLast: batch?.upperBound ?? 0, source: sources[slot]))
+                batchFirst: batch?.lowerBound ?? 0, batchLast: batch?.upperBound ?? 0, patch: patch.operations,
+                patchError: patch.error, source: sources[slot]))
         }
         return (result, first > version &+ 1 ? first &- version &- 1 : 0)
+    }
+
+    /// The records a claim's ``ChangeReader`` has not read, oldest first, at most `limit`: those
+    /// after its cursor, of the newest `capacity` it asked to keep (older ones are dropped, a gap
+    /// in the versions). Moves the cursor past them; empty for an unknown token.
+    mutating func read(_ token: UInt64, limit: Int) -> [ChangeRecord] {
+        guard let claim = claims[token] else { return [] }
+        let after = max(claim.cursor, newest > UInt64(claim.capacity) ? newest &- UInt64(claim.capacity) : 0)
+        let records = self.records(after: after, limit: limit).records
+        if let last = records.last { claims[token]!.cursor = last.version }
+        return records
+    }
+
+    /// Hands each sequence reading through a claim its unread records and ends it: the store is
+    /// being freed.
+    mutating func endReaders() {
+        for (token, claim) in claims {
+            guard let reader = claim.reader else { continue }
+            reader.end(handing: read(token, limit: .max))
+        }
     }
 
     private mutating func deallocateRecords() {
@@ -428,6 +540,7 @@ struct ActionLog {
         start = 0
         times.removeAll()
         batches.removeAll()
+        patches.removeAll()
     }
 
     /// Checks the ring (under REDUXSTORE_INTERNAL_CHECKS, from ``Store/_checkInvariantsLocked()``):
@@ -439,9 +552,12 @@ struct ActionLog {
         precondition((actions != nil) == (capacity > 0) && (sources != nil) == (capacity > 0),
                      "ReduxStore: the action log's columns do not match its capacity")
         precondition(armed == !wakes.isEmpty, "ReduxStore: the action log is armed without a wake-up, or the reverse")
-        precondition(count >= 0 && count <= capacity && (start == 0 || (count == capacity && start < capacity)),
+        precondition(count >= 0 && count <= capacity && capacity <= limit
+                     && (start == 0 || (count == capacity && start < capacity)),
                      "ReduxStore: the action log's ring is out of bounds")
         checkSlots()
+        precondition(patches.isEmpty || (patches.count == capacity && claims.values.contains { $0.patches }),
+                     "ReduxStore: the action log's patches do not match its ring or its claims")
         guard count > 0 else { return }
         precondition(newest <= version && UInt64(count) <= newest,
                      "ReduxStore: the action log holds a version the store has not reached")
@@ -582,7 +698,7 @@ extension Store {
         let forJournal = recorder.journal?.options.recordPatches ?? false
         var operations: [JSONPatch.Operation]?
         var patchError: String?
-        if forObservers || forJournal || recorder.listenersWantPatches {
+        if forObservers || forJournal || recorder.listenersWantPatches || recorder.logWantsPatches {
             let now = stateAsJSONLocked(tape: tape)
             if let before = recorder.lastValue, case .success(let now) = now {
                 operations = JSONPatch.diff(from: before, to: now)
@@ -596,6 +712,9 @@ extension Store {
             recorder.forgetState()  // nobody wants patches: start afresh when someone does
         }
         if forObservers, let operations { recorder.pendingPatch += operations }
+        if recorder.logWantsPatches {
+            core.unsafe.valuePointer.pointee.actionLog.attachPatch(operations, error: patchError)
+        }
         guard recorder.journal != nil || !recorder.listeners.isEmpty else { return }
         let record = makeRecordLocked(
             action, at: version, batch: batch, source: source, patch: operations, patchError: patchError)

@@ -23,14 +23,22 @@ extension Store {
     /// milliseconds while actions are applied spares each dispatch the clock, at the ticker's
     /// resolution (Benchmarks/README.md, "The live inspector: both goals met").
     package func openActionLog(_ capacity: Int, ticked: Bool = false) -> UInt64 {
-        withCoreLocked { core, _ in core.pointee.actionLog.open(capacity, ticked: ticked) }
+        withCoreLocked { core, _ in core.pointee.actionLog.open(ActionLog.Claim(capacity: capacity, ticked: ticked)) }
     }
 
     /// Closes a claim ``openActionLog(_:ticked:)`` opened; the last one closed, the log stops and
     /// frees its records. False for a token that is not an open claim of this store.
     @discardableResult
     package func closeActionLog(_ token: UInt64) -> Bool {
-        withCoreLocked { core, _ in core.pointee.actionLog.close(token) }
+        withCoreLocked { core, _ in
+            guard core.pointee.actionLog.close(token) else { return false }
+            if let recorder = core.pointee.recorder, recorder.logWantsPatches, !core.pointee.actionLog.wantsPatches {
+                recorder.logWantsPatches = false
+                recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
+                if recorder.isEmpty { core.pointee.recorder = nil }
+            }
+            return true
+        }
     }
 
     /// Lets the action log's next record read the clock again (``openActionLog(_:ticked:)``).
@@ -48,7 +56,7 @@ extension Store {
     ) -> ActionLogRead? {
         withCoreLocked { core, _ -> ActionLogRead? in
             guard core.pointee.actionLog.isOn else { return nil }
-            let (records, dropped) = core.pointee.actionLog.records(after: version, limit: limit)
+            let (records, dropped) = core.pointee.actionLog.records(after: version, limit: limit, patches: false)
             if records.isEmpty, let wake { core.pointee.actionLog.arm(wake) }
             return ActionLogRead(records: records, dropped: dropped, version: core.pointee.version)
         }

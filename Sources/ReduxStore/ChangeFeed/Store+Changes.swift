@@ -1,7 +1,9 @@
-/// One consumer of a store's change feed: called with the record of each applied action, under
-/// the store's lock, on the thread applying it, in version order (as a reducer is: it may read
-/// the store and dispatch, which queues the action after the current one, but not wait for
-/// another thread that dispatches to the store).
+import DequeModule
+
+/// One consumer of a store's change feed (the C face's `rdx_store_add_change_listener`): called
+/// with the record of each applied action, under the store's lock, on the thread applying it, in
+/// version order (as a reducer is: it may read the store and dispatch, which queues the action
+/// after the current one, but not wait for another thread that dispatches to the store).
 package final class ChangeListener: @unchecked Sendable {
     // @unchecked: `receive` and `end` are called under the store's lock only; `isRemoved` is
     // changed under it too.
@@ -46,33 +48,65 @@ extension Store {
     /// }
     /// ```
     ///
-    /// Each change is recorded under the store's lock as its action is applied, once for every
-    /// consumer (the journal reads the same record), and buffered for this sequence: at most
-    /// `limit` wait for the consumer; past that the oldest are dropped first (a gap in
-    /// ``StoreChange/version`` shows where). The sequence ends when the store is freed, and stops
-    /// listening when the consuming task is cancelled or the sequence is dropped.
+    /// Each change is recorded once under the store's lock as its action is applied, in the
+    /// store's action log, the ring the live inspectors read too (the journal and the C face's
+    /// listeners take the same record). The sequence reads it from there when the consumer asks
+    /// for the next change, on the consumer's task: the payload is made JSON there, not on the
+    /// dispatching thread. The store keeps the newest `limit` changes the consumer has not read;
+    /// past that the oldest are dropped first (a gap in ``StoreChange/version`` shows where). The
+    /// sequence takes them from the store up to 64 at a time, so up to that many more may already
+    /// be taken by it. It ends when the store is freed, after the changes the store still kept
+    /// for it, and stops reading when the consuming task is cancelled or the sequence is dropped;
+    /// it does not keep the store alive.
     ///
-    /// A store nobody listens to pays nothing for this: the dispatch path tests one field. A
-    /// listener costs each action its record (an allocation for the payload as JSON), and with
-    /// `includingPatches` the state's encoding and a diff against the last one.
+    /// A store nobody reads from pays nothing for this: the dispatch path tests one field. While
+    /// a sequence is open, each action costs the store a copy of the action and its source into
+    /// the ring (the store keeps `limit` of them, as many as the largest open sequence asks for),
+    /// and with `includingPatches` the state's encoding and a diff against the last one.
     ///
     /// - Parameters:
     ///   - includingPatches: whether each change carries its RFC 6902 ``StoreChange/patch``.
-    ///   - limit: how many changes wait for the consumer at most (at least 1).
+    ///   - limit: how many changes the store keeps for the consumer at most (at least 1).
     public func changes(includingPatches: Bool = false, bufferingNewest limit: Int = 4096)
         -> AsyncStream<StoreChange>
     {
-        let (stream, continuation) = AsyncStream<StoreChange>.makeStream(
-            bufferingPolicy: .bufferingNewest(max(limit, 1)))
-        let listener = ChangeListener(
-            includingPatches: includingPatches,
-            receive: { record in continuation.yield(StoreChange(record, includingPatch: includingPatches)) },
-            end: { continuation.finish() })
-        addChangeListener(listener)
-        // Through the type-erased face: the handler must not capture the state's type.
-        weak let store: (any AnyStore)? = self
-        continuation.onTermination = { _ in store?.removeChangeListener(listener) }
-        return stream
+        let limit = max(limit, 1)
+        let reader = withCoreLocked { core, insideReducer in
+            let token = core.pointee.actionLog.open(ActionLog.Claim(
+                capacity: limit, ticked: false, patches: includingPatches, cursor: core.pointee.version))
+            let reader = ChangeReader(
+                token: token, includingPatches: includingPatches, batch: min(limit, 64),
+                read: { [weak self] token, limit, wake in self?.readChanges(token, limit: limit, wake: wake) },
+                close: { [weak self] token in self?.closeActionLog(token) })
+            core.pointee.actionLog.attach(reader, to: token)
+            if includingPatches {
+                let recorder = recorderKeepingStateLocked(core: core, insideReducer: insideReducer)
+                recorder.logWantsPatches = true
+            }
+            return reader
+        }
+        return AsyncStream(unfolding: { await reader.next() }, onCancel: { reader.cancel() })
+    }
+
+    /// The records of the action log a ``ChangeReader``'s claim has not read, at most `limit`;
+    /// when there are none, `wake` is left for the next record.
+    private func readChanges(_ token: UInt64, limit: Int, wake: @escaping @Sendable () -> Void) -> [ChangeRecord] {
+        withCoreLocked { core, _ in
+            let records = core.pointee.actionLog.read(token, limit: limit)
+            if records.isEmpty { core.pointee.actionLog.arm(wake) }
+            return records
+        }
+    }
+
+    /// The change feed's recorder, made if there is none, keeping the state as JSON for the next
+    /// patch (the caller asks for patches). The lock is held.
+    private func recorderKeepingStateLocked(core: UnsafeMutablePointer<StoreCore>, insideReducer: Bool) -> Recorder {
+        let recorder = core.pointee.recorder ?? Recorder()
+        if !recorder.keepsLastValue && (!insideReducer || readableInsideReducer) {
+            recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
+        }
+        core.pointee.recorder = recorder
+        return recorder
     }
 
     /// Adds `listener` to the change feed: it hears every action applied after this returns
@@ -85,10 +119,8 @@ extension Store {
     private func addChangeListenerLocked(
         _ listener: ChangeListener, core: UnsafeMutablePointer<StoreCore>, insideReducer: Bool
     ) {
-        let recorder = core.pointee.recorder ?? Recorder()
-        if listener.includingPatches && !recorder.keepsLastValue && (!insideReducer || readableInsideReducer) {
-            recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
-        }
+        let recorder = listener.includingPatches
+            ? recorderKeepingStateLocked(core: core, insideReducer: insideReducer) : core.pointee.recorder ?? Recorder()
         recorder.listeners.append(listener)
         core.pointee.recorder = recorder
     }
@@ -104,11 +136,7 @@ extension Store {
             else { return false }
             recorder.listeners.remove(at: index)
             listener.markRemoved()
-            if !recorder.listenersWantPatches && recorder.journal?.options.recordPatches != true
-                && !core.pointee.observers.wantsPatches
-            {
-                recorder.forgetState()
-            }
+            recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
             if recorder.isEmpty { core.pointee.recorder = nil }
             return true
         }
@@ -126,4 +154,77 @@ extension Store {
             listener.ended()
         }
     }
+}
+
+/// The reading end of one ``Store/changes(includingPatches:bufferingNewest:)`` sequence: a claim
+/// on the store's action log, read by the sequence's iterator on the consumer's task. The claim
+/// holds it weakly; the sequence strongly: a sequence dropped closes its claim.
+final class ChangeReader: Sendable {
+    private struct State {
+        /// Records taken from the log and not yet handed to the consumer, oldest first.
+        var taken: Deque<ChangeRecord> = []
+        /// Set once the store was freed: ``taken`` holds the last records.
+        var ended = false
+    }
+
+    let token: UInt64
+    let includingPatches: Bool
+    /// How many records one read takes from the log at most.
+    private let batch: Int
+    /// Reads the claim's unread records (at most the limit given), leaving the wake-up when there
+    /// are none; `nil` once the store is gone.
+    private let read: @Sendable (UInt64, Int, @escaping @Sendable () -> Void) -> [ChangeRecord]?
+    private let close: @Sendable (UInt64) -> Void
+    private let state = Locked(State())
+    /// Rung by the log's next record, by the store's end, and closed at cancellation. The log
+    /// holds its ring, never the reader: the last release of a reader, which closes its claim
+    /// (taking the store's lock), never happens under that lock.
+    private let doorbell = Doorbell()
+
+    init(
+        token: UInt64, includingPatches: Bool, batch: Int,
+        read: @escaping @Sendable (UInt64, Int, @escaping @Sendable () -> Void) -> [ChangeRecord]?,
+        close: @escaping @Sendable (UInt64) -> Void
+    ) {
+        self.token = token
+        self.includingPatches = includingPatches
+        self.batch = batch
+        self.read = read
+        self.close = close
+    }
+
+    deinit { close(token) }
+
+    /// The next change, waiting for it; `nil` once the store was freed and every record it kept
+    /// for this reader was read, or at cancellation (the claim is then closed).
+    func next() async -> StoreChange? {
+        while true {
+            let (record, ended) = state.withLock { state in (state.taken.popFirst(), state.ended) }
+            if let record { return StoreChange(record, includingPatch: includingPatches) }
+            if ended { return nil }
+            if doorbell.isClosed || Task.isCancelled {
+                close(token)
+                return nil
+            }
+            // `nil`: the store is being freed; its deinit hands this reader what it kept
+            // (``end(handing:)``) and rings.
+            if let records = read(token, batch, doorbell.ring), !records.isEmpty {
+                state.withLock { $0.taken.append(contentsOf: records) }
+            } else {
+                await doorbell.wait()
+            }
+        }
+    }
+
+    /// Ends the sequence after `records`: the store is being freed.
+    func end(handing records: [ChangeRecord]) {
+        state.withLock { state in
+            state.taken.append(contentsOf: records)
+            state.ended = true
+        }
+        doorbell.ring()
+    }
+
+    /// Stops the sequence: its consuming task is cancelled.
+    func cancel() { doorbell.close() }
 }

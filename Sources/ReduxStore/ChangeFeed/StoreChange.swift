@@ -58,9 +58,9 @@ public struct StoreChange: Sendable {
 }
 
 /// One applied action, recorded once under the store's lock by the apply transaction
-/// (``Store/recordLocked(_:at:batch:source:in:)``), for every consumer of the change feed: the
-/// journal, ``Store/changes(includingPatches:bufferingNewest:)``, the C face's listeners, and the
-/// patches of observers that asked for them.
+/// (``Store/recordLocked(_:at:batch:source:in:)``), for the journal, the C face's listeners and
+/// the patches of observers that asked for them; also made from the action log's ring for its
+/// readers (``Store/changes(includingPatches:bufferingNewest:)``, the live inspectors).
 @usableFromInline
 package struct ChangeRecord: @unchecked Sendable {
     // @unchecked: `action` is Sendable and owns what it holds (a C action's payload is a copy
@@ -86,14 +86,17 @@ package struct ChangeRecord: @unchecked Sendable {
     @usableFromInline let batchFirst: UInt64
     @usableFromInline let batchLast: UInt64
 
-    init(version: UInt64, action: any Action, nanoseconds: Int64, batchFirst: UInt64, batchLast: UInt64, source: DispatchSite) {
+    init(
+        version: UInt64, action: any Action, nanoseconds: Int64, batchFirst: UInt64, batchLast: UInt64,
+        patch: [JSONPatch.Operation]?, patchError: String?, source: DispatchSite
+    ) {
         self.version = version
         self.action = action
         self.nanoseconds = nanoseconds
         self.batchFirst = batchFirst
         self.batchLast = batchLast
-        patch = nil
-        patchError = nil
+        self.patch = patch
+        self.patchError = patchError
         self.source = source.kept()
     }
     /// The action's patch, when a consumer asked for patches and it could be made.

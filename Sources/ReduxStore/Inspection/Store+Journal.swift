@@ -109,7 +109,7 @@ extension Store {
                 return (nil, insideReducer)
             }
             recorder.journal = nil
-            if !core.pointee.observers.wantsPatches { recorder.forgetState() }
+            recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
             if recorder.isEmpty { core.pointee.recorder = nil }
             return (journal, insideReducer)
         }

@@ -154,6 +154,104 @@ struct ChangeFeedTests {
         #expect(changes.map(\.version) == [4, 5])
     }
 
+    @Test("each sequence keeps its own newest `limit`, whatever the others ask for")
+    func boundedEach() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let small = store.changes(bufferingNewest: 2)
+        let large = store.changes(bufferingNewest: 100)
+        for title in ["a", "b", "c", "d", "e"] { store.dispatchAction(AddTodo(title: title)) }
+        #expect(await first(2, of: small).map(\.version) == [4, 5])
+        #expect(await first(5, of: large).map(\.version) == [1, 2, 3, 4, 5])
+        store.dispatchAction(AddTodo(title: "f"))
+        #expect(await first(1, of: small).map(\.version) == [6], "read on from where it stopped")
+    }
+
+    @Test("a limit past what the store makes room for at first: the room grows as changes come")
+    func unboundedLimit() async {
+        struct Tally: Codable { var count = 0 }
+        let store = Store(reducers: [{ (state: inout Tally, action: any Action) in
+            if action is AddTodo { state.count += 1 }
+        }], state: Tally())
+        let everything = store.changes(bufferingNewest: .max)
+        let patched = store.changes(includingPatches: true, bufferingNewest: 5_000)
+        for item in 0..<5_000 { store.dispatchAction(AddTodo(title: "\(item)")) }
+        #expect(await first(5_000, of: everything).map(\.version) == Array(1...5_000))
+        let changes = await first(5_000, of: patched)
+        #expect(changes.map(\.version) == Array(1...5_000))
+        #expect(changes.first?.patch == [.replace(path: "/count", value: 1)])
+        #expect(changes.last?.patch == [.replace(path: "/count", value: 5_000)])
+    }
+
+    @Test("what the store kept for a sequence is read after the store is freed, at most `limit`")
+    func keptPastTheStore() async {
+        var store: Store<Todos>? = Store(reducers: [todosReducer], state: Todos())
+        let feed = store!.changes(includingPatches: true, bufferingNewest: 2)
+        for title in ["a", "b", "c", "d", "e"] { store!.dispatchAction(AddTodo(title: title)) }
+        store = nil
+        var changes: [StoreChange] = []
+        for await change in feed { changes.append(change) }
+        #expect(changes.map(\.version) == [4, 5])
+        #expect(changes.map(\.patch) == [[.add(path: "/titles/3", value: "d")], [.add(path: "/titles/4", value: "e")]])
+    }
+
+    @Test("a consumer waiting for the next change when the store is freed hears the end")
+    func waitingAtTheEnd() async {
+        var store: Store<Todos>? = Store(reducers: [todosReducer], state: Todos())
+        let feed = store!.changes()
+        let consumer = Task {
+            var versions: [UInt64] = []
+            for await change in feed { versions.append(change.version) }
+            return versions
+        }
+        store!.dispatchAction(AddTodo(title: "a"))
+        // Let the consumer read the change and wait for the next.
+        try? await Task.sleep(for: .milliseconds(50))
+        store!.dispatchAction(AddTodo(title: "b"))
+        store = nil
+        #expect(await consumer.value == [1, 2])
+    }
+
+    @Test("dispatched from four threads while a consumer reads: every version once, in order")
+    func manyThreads() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let feed = store.changes(bufferingNewest: 100_000)
+        let consumer = Task {
+            var versions: [UInt64] = []
+            for await change in feed {
+                versions.append(change.version)
+                if versions.count == 8_000 { break }
+            }
+            return versions
+        }
+        let threads = (0..<4).map { index in
+            Thread {
+                for item in 0..<2_000 { store.dispatchAction(AddTodo(title: "\(index).\(item)")) }
+            }
+        }
+        threads.forEach { $0.start() }
+        let versions = await consumer.value
+        #expect(versions == Array(1...8_000))
+    }
+
+    @Test("a sequence with patches dropped: the store keeps nothing for it any more")
+    func patchesDropped() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        do {
+            let feed = store.changes(includingPatches: true)
+            store.dispatchAction(AddTodo(title: "a"))
+            #expect(await first(1, of: feed).first?.patch == [.add(path: "/titles/0", value: "a")])
+            #expect(!store.recordsNothing)
+            // The live inspectors' reading of the same log carries no patch.
+            let token = store.openActionLog(10)
+            store.dispatchAction(AddTodo(title: "b"))
+            #expect(store.readActionLog(after: 1)?.records.map(\.patch) == [nil])
+            store.closeActionLog(token)
+            #expect(await first(1, of: feed).first?.patch == [.add(path: "/titles/1", value: "b")])
+        }
+        #expect(store.changeListenerCount == 0)
+        #expect(store.recordsNothing)
+    }
+
     @Test("the sequence ends when the store is freed; nothing keeps the store alive")
     func endsWithTheStore() async {
         var store: Store<Todos>? = Store(reducers: [todosReducer], state: Todos())
