@@ -307,10 +307,16 @@ struct ActionLog {
     /// How many records a ring is made for at first, at most.
     static let firstSlots = 4096
 
-    /// Doubles the ring, up to ``limit``: it is full and a reader asks for more.
+    /// Doubles the ring, up to ``limit``: it is full and a reader asks for more. Called by the
+    /// append of the record of `newest + 1`, whose time and batch are marked already: those
+    /// marks are kept.
     @inline(never)
     private mutating func grow() {
+        let nextTimes = times.filter { $0.version > newest }
+        let nextBatches = batches.filter { $0.lowerBound > newest }
         reallocate(to: min(limit, capacity &* 2), patches: wantsPatches)
+        times += nextTimes
+        batches += nextBatches
     }
 
     /// Makes the ring `capacity` records long, keeping the newest of those it has, with their

@@ -182,6 +182,18 @@ struct ChangeFeedTests {
         #expect(changes.last?.patch == [.replace(path: "/count", value: 5_000)])
     }
 
+    @Test("a batch whose first action is the one the room grows for keeps its versions")
+    func batchAtTheGrowth() async {
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let feed = store.changes(bufferingNewest: .max)
+        // The room made at first, filled, then a batch: its first record makes the room grow.
+        for _ in 0..<4_096 { store.dispatchAction(CounterAction.increment) }
+        store.dispatchActions([AddTodo(title: "a"), AddTodo(title: "b"), AddTodo(title: "c")])
+        let changes = await first(4_099, of: feed).suffix(3)
+        #expect(changes.map(\.version) == [4_097, 4_098, 4_099])
+        #expect(changes.map(\.batch) == Array(repeating: 4_097...4_099, count: 3))
+    }
+
     @Test("what the store kept for a sequence is read after the store is freed, at most `limit`")
     func keptPastTheStore() async {
         var store: Store<Todos>? = Store(reducers: [todosReducer], state: Todos())
