@@ -152,12 +152,23 @@ public final class Store<State: Codable>: @unchecked Sendable {
         finishAutosaveAtDeinit()
         stopJournalAtDeinit()
         endChangeListenersAtDeinit()
-        core.unsafe.valuePointer.pointee.actionLog.endReaders()
-        core.unsafe.valuePointer.pointee.actionLog.deallocate()
-        // The observer list goes with the core: each observer is released once no delivery
-        // holds it (its release handler runs, so an async sequence of notifications ends).
+        // Under the lock: a `changes()` sequence reads the log through it, holding the lock,
+        // not the store.
+        core.withLock { core in
+            core.actionLog.endReaders()
+            core.actionLog.deallocate()
+        }
         state.deinitialize(count: 1)
         state.deallocate()
+        // What the core holds goes with the store, though a sequence may hold the lock longer:
+        // each observer is released once no delivery holds it (its release handler runs, so an
+        // async sequence of notifications ends), the recorder, the queue, the snapshot.
+        core.withLock { core in
+            core.observers = .empty
+            core.recorder = nil
+            core.nested = FIFO()
+            core.tape = nil
+        }
     }
 
     /// The number of actions applied so far: 0 for a new store, +1 for each applied action.

@@ -75,8 +75,7 @@ extension Store {
             let token = core.pointee.actionLog.open(ActionLog.Claim(
                 capacity: limit, ticked: false, patches: includingPatches, cursor: core.pointee.version))
             let reader = ChangeReader(
-                token: token, includingPatches: includingPatches, batch: min(limit, 64),
-                read: { [weak self] token, limit, wake in self?.readChanges(token, limit: limit, wake: wake) },
+                token: token, includingPatches: includingPatches, batch: min(limit, 64), core: self.core,
                 close: { [weak self] token in self?.closeActionLog(token) })
             core.pointee.actionLog.attach(reader, to: token)
             if includingPatches {
@@ -86,16 +85,6 @@ extension Store {
             return reader
         }
         return AsyncStream(unfolding: { await reader.next() }, onCancel: { reader.cancel() })
-    }
-
-    /// The records of the action log a ``ChangeReader``'s claim has not read, at most `limit`;
-    /// when there are none, `wake` is left for the next record.
-    private func readChanges(_ token: UInt64, limit: Int, wake: @escaping @Sendable () -> Void) -> [ChangeRecord] {
-        withCoreLocked { core, _ in
-            let records = core.pointee.actionLog.read(token, limit: limit)
-            if records.isEmpty { core.pointee.actionLog.arm(wake) }
-            return records
-        }
     }
 
     /// The change feed's recorder, made if there is none, keeping the state as JSON for the next
@@ -159,7 +148,14 @@ extension Store {
 /// The reading end of one ``Store/changes(includingPatches:bufferingNewest:)`` sequence: a claim
 /// on the store's action log, read by the sequence's iterator on the consumer's task. The claim
 /// holds it weakly; the sequence strongly: a sequence dropped closes its claim.
-final class ChangeReader: Sendable {
+///
+/// It reads through the store's lock (``core``), which it holds, not through the store: a read
+/// never holds the store, so the store is freed on the thread that drops it, its deinit's work
+/// done when that returns, whatever a consumer is doing. The store's deinit hands the reader
+/// what the ring kept for it under that lock (``ActionLog/endReaders()``).
+final class ChangeReader: @unchecked Sendable {
+    // @unchecked: `core` is read only under its lock, and only its action log; the rest is
+    // immutable or behind `state`'s lock.
     private struct State {
         /// Records taken from the log and not yet handed to the consumer, oldest first.
         var taken: Deque<ChangeRecord> = []
@@ -171,9 +167,10 @@ final class ChangeReader: Sendable {
     let includingPatches: Bool
     /// How many records one read takes from the log at most.
     private let batch: Int
-    /// Reads the claim's unread records (at most the limit given), leaving the wake-up when there
-    /// are none; `nil` once the store is gone.
-    private let read: @Sendable (UInt64, Int, @escaping @Sendable () -> Void) -> [ChangeRecord]?
+    /// The store's lock and what it guards: the action log is read under it.
+    private let core: Locked<StoreCore>
+    /// Closes the claim through the store, when it is still there (from inside one of its
+    /// reducers too, where its lock is held already).
     private let close: @Sendable (UInt64) -> Void
     private let state = Locked(State())
     /// Rung by the log's next record, by the store's end, and closed at cancellation. The log
@@ -182,14 +179,13 @@ final class ChangeReader: Sendable {
     private let doorbell = Doorbell()
 
     init(
-        token: UInt64, includingPatches: Bool, batch: Int,
-        read: @escaping @Sendable (UInt64, Int, @escaping @Sendable () -> Void) -> [ChangeRecord]?,
+        token: UInt64, includingPatches: Bool, batch: Int, core: Locked<StoreCore>,
         close: @escaping @Sendable (UInt64) -> Void
     ) {
         self.token = token
         self.includingPatches = includingPatches
         self.batch = batch
-        self.read = read
+        self.core = core
         self.close = close
     }
 
@@ -206,12 +202,18 @@ final class ChangeReader: Sendable {
                 close(token)
                 return nil
             }
-            // `nil`: the store is being freed; its deinit hands this reader what it kept
-            // (``end(handing:)``) and rings.
-            if let records = read(token, batch, doorbell.ring), !records.isEmpty {
-                state.withLock { $0.taken.append(contentsOf: records) }
-            } else {
+            // None: wait for the next record, or for the store's end (its deinit hands this
+            // reader what the ring kept, under the lock, and rings: a read after it finds no
+            // claim and waits for that ring).
+            let records = core.withLock { core -> [ChangeRecord] in
+                let records = core.actionLog.read(token, limit: batch)
+                if records.isEmpty { core.actionLog.arm(doorbell.ring) }
+                return records
+            }
+            if records.isEmpty {
                 await doorbell.wait()
+            } else {
+                state.withLock { $0.taken.append(contentsOf: records) }
             }
         }
     }

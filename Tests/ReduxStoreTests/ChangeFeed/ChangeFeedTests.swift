@@ -223,6 +223,26 @@ struct ChangeFeedTests {
         #expect(await consumer.value == [1, 2])
     }
 
+    @Test("freed while a consumer reads: gone when the last reference is dropped, the consumer ends after every change")
+    func freedWhileRead() async {
+        for _ in 0..<100 {
+            var store: Store<Todos>? = Store(reducers: [todosReducer], state: Todos())
+            weak let weakStore = store
+            let feed = store!.changes()
+            let consumer = Task.detached {
+                var count = 0
+                for await _ in feed { count += 1 }
+                return count
+            }
+            // The consumer waits; each dispatch wakes it, and it reads while the store is dropped.
+            try? await Task.sleep(for: .milliseconds(1))
+            for item in 0..<20 { store!.dispatchAction(AddTodo(title: "\(item)")) }
+            store = nil
+            #expect(weakStore == nil, "a consumer's read does not hold the store")
+            #expect(await consumer.value == 20)
+        }
+    }
+
     @Test("dispatched from four threads while a consumer reads: every version once, in order")
     func manyThreads() async {
         let store = Store(reducers: [todosReducer], state: Todos())
