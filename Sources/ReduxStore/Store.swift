@@ -162,13 +162,19 @@ public final class Store<State: Codable>: @unchecked Sendable {
         state.deallocate()
         // What the core holds goes with the store, though a sequence may hold the lock longer:
         // each observer is released once no delivery holds it (its release handler runs, so an
-        // async sequence of notifications ends), the recorder, the queue, the snapshot.
+        // async sequence of notifications ends), the recorder, the queue, the snapshot. Taken
+        // out under the lock, released after it: no release handler runs under it.
+        var observers = ObserverList.empty
+        var recorder: Recorder?
+        var nested = FIFO<QueuedAction>()
+        var tape: SnapshotTape?
         core.withLock { core in
-            core.observers = .empty
-            core.recorder = nil
-            core.nested = FIFO()
-            core.tape = nil
+            swap(&observers, &core.observers)
+            swap(&recorder, &core.recorder)
+            swap(&nested, &core.nested)
+            swap(&tape, &core.tape)
         }
+        withExtendedLifetime((observers, recorder, nested, tape)) {}
     }
 
     /// The number of actions applied so far: 0 for a new store, +1 for each applied action.

@@ -287,8 +287,9 @@ struct ActionLog {
             patches: claims.values.contains { $0.patches })
     }
 
-    /// Keeps the newest `capacity` records (0: none), the newest of those it has; with `ticked`,
-    /// a record reads the clock only after a ``tick()``.
+    /// Keeps the newest `limit` records (0: none), the newest of those it has, in a ring of at
+    /// most ``firstSlots`` that grows as records come; with `ticked`, a record reads the clock
+    /// only after a ``tick()``; with `wanted`, each record's patch.
     private mutating func resize(to limit: Int, ticked: Bool, patches wanted: Bool) {
         self.ticked = ticked
         clockDue = true
