@@ -1,33 +1,34 @@
-/// A wake-up without polling: ``ring()`` (from under a store's lock: it only signals) ends one
-/// ``wait()``, or the next one if none is waiting; ``close()`` ends every wait from then on.
+/// A wake-up without polling: ``ring()`` (from under a store's lock: it only signals) ends every
+/// ``wait()`` running, or the next one if none is; ``close()`` ends every wait from then on.
 /// How the readers of a store's action log wait for its next record: each leaves its ring as
 /// the log's wake-up (``Store/readActionLog(after:limit:wake:)``).
 package final class Doorbell: Sendable {
     private struct State {
         var rung = false
         var closed = false
-        var waiter: CheckedContinuation<Void, Never>?
+        /// Every task waiting: one, unless several iterate one sequence at once.
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Locked(State())
 
     package init() {}
 
     package func ring() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            defer { state.waiter = nil }
-            if state.waiter == nil { state.rung = true }
-            return state.waiter
+        let waiters = state.withLock { state in
+            defer { state.waiters = [] }
+            if state.waiters.isEmpty { state.rung = true }
+            return state.waiters
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     package func close() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            defer { state.waiter = nil }
+        let waiters = state.withLock { state in
+            defer { state.waiters = [] }
             state.closed = true
-            return state.waiter
+            return state.waiters
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 
     package var isClosed: Bool { state.withLock { $0.closed } }
@@ -41,7 +42,7 @@ package final class Doorbell: Sendable {
                         state.rung = false
                         return true
                     }
-                    state.waiter = continuation
+                    state.waiters.append(continuation)
                     return false
                 }
                 if now { continuation.resume() }

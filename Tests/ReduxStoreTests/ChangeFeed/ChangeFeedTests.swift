@@ -243,6 +243,30 @@ struct ChangeFeedTests {
         }
     }
 
+    @Test("two tasks iterating one sequence at once: each change reaches one of them, and both hear the end")
+    func twoIteratorsOfOneSequence() async {
+        for _ in 0..<20 {
+            var store: Store<Todos>? = Store(reducers: [todosReducer], state: Todos())
+            let feed = store!.changes(bufferingNewest: 10_000)
+            let seen = Locked<[UInt64]>([])
+            let ended = Locked(0)
+            for _ in 0..<2 {
+                Task.detached {
+                    for await change in feed { seen.withLock { $0.append(change.version) } }
+                    ended.withLock { $0 += 1 }
+                }
+            }
+            // Both wait for the first change; a dispatch wakes them both.
+            try? await Task.sleep(for: .milliseconds(5))
+            for item in 0..<500 { store!.dispatchAction(AddTodo(title: "\(item)")) }
+            store = nil
+            // A watchdog, not a speed goal: a task left waiting forever would hang the suite.
+            for _ in 0..<3_000 where ended.withLock({ $0 }) < 2 { try? await Task.sleep(for: .milliseconds(10)) }
+            #expect(ended.withLock { $0 } == 2, "a task iterating the sequence never heard its end")
+            #expect(seen.withLock { $0.sorted() } == Array(1...500))
+        }
+    }
+
     @Test("dispatched from four threads while a consumer reads: every version once, in order")
     func manyThreads() async {
         let store = Store(reducers: [todosReducer], state: Todos())
