@@ -73,7 +73,7 @@ extension Store {
             return addObserver(named: name, queue: nil, onRelease: nil) { block($0, []) }
         }
         let pending = PendingPatches()
-        return addObserver(named: name, queue: nil, onRelease: nil, pendingPatches: pending) { note in
+        return register(named: name, queue: nil, onRelease: nil, selection: nil, pendingPatches: pending) { note in
             block(note, pending.take(at: note.version))
         }
     }
@@ -92,7 +92,19 @@ extension Store {
         queue: DispatchQueue?,
         onRelease: (@Sendable () -> Void)?,
         selection: StateSelection? = nil,
-        pendingPatches: PendingPatches? = nil,
+        using block: @escaping @Sendable (StoreNotification) -> Void
+    ) -> ObserverToken {
+        register(named: name, queue: queue, onRelease: onRelease, selection: selection, pendingPatches: nil, using: block)
+    }
+
+    /// ``addObserver(named:queue:onRelease:selection:using:)``, for an observer handed patches
+    /// too (`pendingPatches`).
+    private func register(
+        named name: StoreNotification.Name?,
+        queue: DispatchQueue?,
+        onRelease: (@Sendable () -> Void)?,
+        selection: StateSelection?,
+        pendingPatches: PendingPatches?,
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         withCoreLocked { core, insideReducer in

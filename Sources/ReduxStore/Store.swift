@@ -60,7 +60,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// Whether `currentState()`, `snapshot()` and `save(to:)` may read the state from inside a
     /// reducer: only for a class state, which the reducers receive as a copy of the reference
     /// (see
-    /// ``init(erasedReducer:adopting:version:encoder:readableInsideReducer:middleware:keeper:)``);
+    /// ``init(erasedReducer:adopting:version:readableInsideReducer:middleware:keeper:)``);
     /// a struct state is held `inout` by the reducer, and reading it meanwhile would be an
     /// overlapping access.
     let readableInsideReducer: Bool
@@ -105,14 +105,13 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// Creates a store that takes `state` as it is (no copy) and starts at `version`: for callers
     /// that made the state themselves (a restored file, a C program's deep-copied tree).
     package convenience init(
-        reducers: [Reducer<State>], adopting state: State, version: UInt64,
-        encoder: SnapshotEncoder = SnapshotEncoder(), middleware: MiddlewareChain? = nil
+        reducers: [Reducer<State>], adopting state: State, version: UInt64, middleware: MiddlewareChain? = nil
     ) {
         // One closure made here from the user's array (``composed(_:_:)``), each reducer erased
         // once (``erased(_:)``, which gives a class state's reducers their own copy of the
         // reference): nothing is read from the array at dispatch.
         let reduce = composed(reducers[...]) { erased($0) }
-        self.init(erasedReducer: reduce, adopting: state, version: version, encoder: encoder, middleware: middleware)
+        self.init(erasedReducer: reduce, adopting: state, version: version, middleware: middleware)
     }
 
     /// Creates a store from one function that applies an action to the state's address, whatever
@@ -124,8 +123,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     ///   they run (true when they never form an `inout` access to it, as the C face's reducers;
     ///   by default true for a class state only).
     package init(
-        erasedReducer reduce: @escaping ErasedReducer, adopting state: State, version: UInt64,
-        encoder: SnapshotEncoder = SnapshotEncoder(),
+        erasedReducer reduce: @escaping (UnsafeMutableRawPointer, any Action) -> Void, adopting state: State, version: UInt64,
         readableInsideReducer: Bool = State.self is AnyObject.Type,
         middleware: MiddlewareChain? = nil, keeper: ActionKeeper? = nil
     ) {
@@ -137,7 +135,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
         self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)
         stateAddress = UnsafeMutableRawPointer(self.state)
-        core = Locked(StoreCore(version: version, encoder: encoder))
+        core = Locked(StoreCore(version: version))
         publishedVersion.store(version, ordering: .relaxed)
         self.readableInsideReducer = readableInsideReducer
         enqueued = EnqueuedActions()
@@ -192,7 +190,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
 /// A reducer erased to a function of the state's address (the store's `state` pointer). Not
 /// `@Sendable` itself: the store keeps them immutable and calls them under its lock only.
-package typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
+typealias ErasedReducer = (UnsafeMutableRawPointer, any Action) -> Void
 
 /// Everything of a store that changes with each action, but the state itself: kept together
 /// behind the store's lock. Not generic, so reaching a field costs no metadata.
@@ -206,7 +204,7 @@ struct StoreCore {
     /// The snapshot of `tapeVersion`, kept until the version changes.
     var tape: SnapshotTape?
     var tapeVersion: UInt64 = .max
-    let encoder: SnapshotEncoder
+    let encoder = SnapshotEncoder()
     /// What each applied action is also recorded in (``Store/startJournal(at:options:)``,
     /// ``Store/keepHistory(_:)``); `nil` for most stores, so a dispatch tests one field.
     var recorder: Recorder?
@@ -214,9 +212,8 @@ struct StoreCore {
     /// inspector: ``Store/openActionLog(_:ticked:)``); off for most stores, so a dispatch tests one field.
     var actionLog = ActionLog()
 
-    init(version: UInt64, encoder: SnapshotEncoder) {
+    init(version: UInt64) {
         self.version = version
-        self.encoder = encoder
     }
 }
 

@@ -67,7 +67,7 @@ extension StoreError {
     /// Wraps any error thrown by an encoder or decoder, naming the coding path first.
     ///
     /// - Parameter prefix: a path segment to put before the coding path (`"payload"`), or `nil`.
-    package init(coding error: any Error, prefix: String? = nil) {
+    init(coding error: any Error, prefix: String? = nil) {
         if let error = error as? StoreError {
             self.init(
                 error.kind, codingPath: CodingPath.join(prefix, error.codingPath),

@@ -411,17 +411,11 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
     }
 
     func dispatch(identifier: String, payload: JSONValue?) throws(StoreError) -> UInt64 {
-        guard let decode = actions.registration(for: identifier)?.decode else {
-            throw StoreError(.invalidArgument, "\"\(identifier)\" is not an identifier this program lets the page dispatch")
-        }
+        let notAllowed = StoreError(.invalidArgument, "\"\(identifier)\" is not an identifier this program lets the page dispatch")
+        guard actions.isRegistered(identifier) else { throw notAllowed }
         let tree = try payload.map { (value) throws(StoreError) in try JSONCEncoder().encode(value) } ?? nil
         defer { json_object_put(tree) }
-        let action: any Action
-        do {
-            action = try decode(tree)
-        } catch {
-            throw StoreError(coding: error, prefix: "payload")
-        }
+        guard let (action, _) = try actions.registeredAction(identifier: identifier, payload: tree) else { throw notAllowed }
         store.dispatch(erased: action, source: .unknown)
         return store.version
     }

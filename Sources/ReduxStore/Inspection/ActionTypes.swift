@@ -17,7 +17,7 @@
 /// `String` calls equal.
 public struct ActionTypes: Sendable {
     /// Decodes an action from its payload as a json-c tree (borrowed; NULL: no payload).
-    package typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
+    typealias Decode = @Sendable (OpaquePointer?) throws -> any Action
     /// Decodes an action from a ``JSONAction`` of its identifier (the payload as a ``JSONValue``).
     typealias DecodeJSONAction = @Sendable (JSONAction) throws -> any Action
 
@@ -25,9 +25,9 @@ public struct ActionTypes: Sendable {
     /// properties (an empty struct, an enum of one case; its size is 0). All the values of such
     /// a type are the same, so one decoded from no payload stands for every later one, and a
     /// store may decode it once.
-    package struct Registration: Sendable {
-        package let decode: Decode
-        package let isValueless: Bool
+    struct Registration: Sendable {
+        let decode: Decode
+        let isValueless: Bool
     }
 
     private var registrations: [JSONKey: Registration] = [:]
@@ -51,9 +51,21 @@ public struct ActionTypes: Sendable {
     /// The registered identifiers, sorted by code point.
     package var identifiers: [String] { registrations.keys.sorted().map(\.string) }
 
-    /// What was registered for `identifier`.
-    package func registration(for identifier: String) -> Registration? {
-        registrations.isEmpty ? nil : registrations[JSONKey(identifier)]
+    /// The action of the type registered for `identifier`, decoded from `payload` (a json-c
+    /// tree, borrowed; NULL: none), and whether that type has no stored properties (see
+    /// ``Registration``); `nil` when no type is registered for `identifier`.
+    ///
+    /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
+    ///   does not decode into the registered type.
+    package func registeredAction(identifier: String, payload: OpaquePointer?)
+        throws(StoreError) -> (action: any Action, isValueless: Bool)?
+    {
+        guard !registrations.isEmpty, let registration = registrations[JSONKey(identifier)] else { return nil }
+        do {
+            return (try registration.decode(payload), registration.isValueless)
+        } catch {
+            throw StoreError(coding: error, prefix: "payload")
+        }
     }
 
     /// The action an identifier and its payload (a json-c tree, borrowed; NULL: none) stand for:
@@ -62,11 +74,11 @@ public struct ActionTypes: Sendable {
     /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
     ///   does not decode into the registered type.
     package func action(identifier: String, payload: OpaquePointer?) throws(StoreError) -> any Action {
-        guard let decode = registration(for: identifier)?.decode else {
+        guard !registrations.isEmpty, let registration = registrations[JSONKey(identifier)] else {
             return try JSONAction(identifier: identifier, jsonCPayload: payload)
         }
         do {
-            return try decode(payload)
+            return try registration.decode(payload)
         } catch let error as StoreError {
             throw error
         } catch {

@@ -176,8 +176,7 @@ final class ObserverEntry: @unchecked Sendable {
 }
 
 /// The patches of the rounds a patch observer was not yet handed, by version.
-@usableFromInline
-package final class PendingPatches: Sendable {
+final class PendingPatches: Sendable {
     private let patches = Locked<[UInt64: [JSONPatch.Operation]]>([:])
 
     /// Keeps the patch of the round of `version` (under the store's lock).

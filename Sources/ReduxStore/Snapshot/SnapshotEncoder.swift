@@ -17,13 +17,13 @@ import FoundationEssentials
 /// (encoding into a previously used tape reuses them). Containers made by `nestedContainer` and
 /// `superEncoder` are not cached: one small allocation each. Strings are not copied: the tape
 /// keeps a reference to each (a retain for large strings, nothing for small ones).
-package final class SnapshotEncoder {
+final class SnapshotEncoder {
     /// Keyed containers reused between values and between encodes.
     private let cache = KeyedContainerCache(ways: 4)
     /// Which keys each object holds, so that a key written twice keeps one entry.
     private let keys = ObjectKeys()
 
-    package init() {}
+    init() {}
 
     deinit { cache.deallocate() }
 
