@@ -14,8 +14,8 @@
 package enum ActionContainer {
     /// The byte offset of the held type's metadata in the container.
     /// It is also the size of the inline buffer, where a value of at most that size is stored.
-    @inlinable
-    package static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
+    @usableFromInline
+    static var typeOffset: Int { 3 * MemoryLayout<Int>.size }
 
     /// Checks the layout once (a store's initializer calls it).
     static func checkLayout() { _ = layoutChecked }
@@ -24,33 +24,78 @@ package enum ActionContainer {
         let probe = LayoutProbe.make()
         return withUnsafeBytes(of: probe as any Action) { bytes in
             precondition(
-                bytes.count > typeOffset
+                bytes.count == typeOffset + MemoryLayout<TypeWords>.size
                     && bytes.load(fromByteOffset: typeOffset, as: UInt.self) == identity(of: LayoutProbe.self)
                     && bytes.load(as: UInt.self) == 0x5EED_0001
                     && bytes.load(fromByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self) == 0x5EED_0003,
-                "ReduxStore: this Swift runtime does not lay out an `any Action` as the store reads it (three words of value, then the type's metadata)")
+                "ReduxStore: this Swift runtime does not lay out an `any Action` as the store reads it (three words of value, then the type's metadata and its conformance)")
             return true
         }
     }()
 
-    /// The identity of `type`: what ``typeIdentity(of:)`` returns for an action of that type.
-    @inlinable @inline(__always)
-    package static func identity(of type: any Action.Type) -> UInt {
+    /// Checks that a value of `type` is stored in a container's inline buffer, at its start.
+    static func checkInline<A: Action>(_ type: A.Type) {
+        checkLayout()
+        precondition(
+            MemoryLayout<A>.size <= typeOffset && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment,
+            "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
+    }
+
+    /// The identity of `type`: what ``typeIdentity(at:)`` returns for an action of that type.
+    @usableFromInline @inline(__always)
+    static func identity(of type: any Action.Type) -> UInt {
         UInt(bitPattern: ObjectIdentifier(type))
     }
 
     /// The identity of the type `action` holds, read from its container: for a value type, the
     /// same as `identity(of: type(of: action))` without the runtime's dynamic-type lookup. (For
     /// a class it is the static type the container was made with, never a struct's.)
-    @inlinable @inline(__always)
-    package static func typeIdentity(of action: borrowing any Action) -> UInt {
-        withUnsafeBytes(of: action as any Action) { $0.load(fromByteOffset: typeOffset, as: UInt.self) }
+    @inline(__always)
+    static func typeIdentity(of action: borrowing any Action) -> UInt {
+        withUnsafeBytes(of: action as any Action) { typeIdentity(at: $0.baseAddress!) }
     }
 
-    /// The identity of the type held in the container at `container`.
-    @inlinable @inline(__always)
-    package static func typeIdentity(at container: UnsafeRawPointer) -> UInt {
+    /// The identity of the type held in the container at `container` (``typeIdentity(of:)``).
+    @usableFromInline @inline(__always)
+    static func typeIdentity(at container: UnsafeRawPointer) -> UInt {
         container.load(fromByteOffset: typeOffset, as: UInt.self)
+    }
+
+    /// The words after the inline buffer: the held type's metadata and its conformance.
+    struct TypeWords {
+        let metadata: UInt
+        let conformance: UInt
+    }
+
+    /// The words after the inline buffer of a container holding `action`.
+    static func typeWords(of action: any Action) -> TypeWords {
+        withUnsafeBytes(of: action as any Action) { $0.load(fromByteOffset: typeOffset, as: TypeWords.self) }
+    }
+
+    /// Completes a container whose inline buffer starts with a value of the type `type` names,
+    /// a value of trivial type (``checkInline(_:)``) whose bytes are written: the rest of the
+    /// buffer zeroed, the type words written.
+    static func complete(_ container: UnsafeMutableRawPointer, as type: TypeWords) {
+        // Words of the buffer past a one-word value; a longer value wrote over them already.
+        container.storeBytes(of: 0, toByteOffset: MemoryLayout<UInt>.size, as: UInt.self)
+        container.storeBytes(of: 0, toByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self)
+        container.storeBytes(of: type, toByteOffset: typeOffset, as: TypeWords.self)
+    }
+
+    /// Calls `body` with the address of the value `action` holds, in place, when it is an `A`:
+    /// no copy, no retain, no dynamic cast (the type named in the container is compared); `nil`
+    /// for an action of any other type. `A` fits the inline buffer (checked when compiling,
+    /// it costs nothing unless it fails). The address is valid for the call.
+    @inlinable @inline(__always)
+    package static func withValue<A: Action, R>(
+        of action: borrowing any Action, as type: A.Type, _ body: (UnsafeRawPointer) -> R
+    ) -> R? {
+        precondition(
+            MemoryLayout<A>.size <= typeOffset && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment,
+            "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
+        return withUnsafeBytes(of: action as any Action) { bytes in
+            typeIdentity(at: bytes.baseAddress!) == identity(of: A.self) ? body(bytes.baseAddress!) : nil
+        }
     }
 }
 

@@ -87,28 +87,20 @@ extension CAction {
     /// What the C action `action` holds — a ``CAction`` or a ``KeptCAction`` — or nil for any
     /// other action. Valid while `action` is.
     ///
-    /// Found by the type its container names and read from the container's inline buffer
-    /// (``ActionContainer``'s layout, which a store checks before it exists), without the
-    /// runtime's dynamic cast or dynamic-type lookup (Benchmarks/README.md, "The live inspector
-    /// on a C store").
+    /// Found by the type its container names and read in place
+    /// (``ActionContainer/withValue(of:as:_:)``), without the runtime's dynamic cast or
+    /// dynamic-type lookup (Benchmarks/README.md, "The live inspector on a C store").
     @inline(__always)
     static func parts(of action: any Action) -> CActionParts? {
-        // Stored at the start of the container's inline buffer: the condition is known when
-        // compiling, so it costs nothing unless it fails.
-        precondition(MemoryLayout<CAction>.size <= ActionContainer.typeOffset
-                     && MemoryLayout<CAction>.alignment <= MemoryLayout<Int>.alignment,
-                     "ReduxStore: a CAction no longer fits an existential's inline buffer")
-        let type = ActionContainer.typeIdentity(of: action)
-        return withUnsafeBytes(of: action as any Action) { bytes in
-            if type == ActionContainer.identity(of: KeptCAction.self) {
-                return .kept(bytes.load(as: UnsafePointer<CChar>.self))
-            }
-            if type == ActionContainer.identity(of: CAction.self) {
-                return .borrowedOrOwned(
-                    bytes.load(as: UnsafePointer<CChar>.self),
-                    bytes.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: OpaquePointer?.self))
-            }
-            return nil
+        if let kept = ActionContainer.withValue(of: action, as: KeptCAction.self, {
+            $0.load(as: UnsafePointer<CChar>.self)
+        }) {
+            return .kept(kept)
+        }
+        return ActionContainer.withValue(of: action, as: CAction.self) { value in
+            .borrowedOrOwned(
+                value.load(as: UnsafePointer<CChar>.self),
+                value.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: OpaquePointer?.self))
         }
     }
 }
@@ -145,10 +137,6 @@ struct KeptCAction: JournalRecordable, @unchecked Sendable {
 final class CActionKeeper {
     /// The keeper's memory (``ActionKeeper``'s `state`): read and written under the store's lock.
     struct State {
-        /// The identity of ``CAction``'s type, and the words an `any Action` holding a
-        /// ``KeptCAction`` has after its value (the type's metadata and its conformance).
-        let cAction: UInt
-        let keptType: (UInt, UInt)
         /// The caller's identifier last kept, and its kept copy.
         var lastAddress: UnsafePointer<CChar>?
         var lastKept: UnsafePointer<CChar>?
@@ -162,21 +150,8 @@ final class CActionKeeper {
 
     private init(publishingIn published: KeptIdentifiers) {
         self.published = published
-        precondition(MemoryLayout<any Action>.size == 5 * MemoryLayout<UInt>.size,
-                     "ReduxStore: an `any Action` is not five words here")
-        let probe: any Action = KeptCAction(identifierPointer: StaticText.empty)
-        // The type's identity, and the word after it (the conformance), as a container of a
-        // KeptCAction holds them.
-        let keptType = withUnsafeBytes(of: probe as any Action) {
-            (ActionContainer.typeIdentity(at: $0.baseAddress!),
-             $0.load(fromByteOffset: ActionContainer.typeOffset + MemoryLayout<UInt>.size, as: UInt.self))
-        }
-        precondition(keptType.0 == ActionContainer.identity(of: KeptCAction.self),
-                     "ReduxStore: a KeptCAction's container does not name its type where it is read")
         state = .allocate(capacity: 1)
-        state.initialize(to: State(
-            cAction: ActionContainer.identity(of: CAction.self), keptType: keptType, lastAddress: nil, lastKept: nil,
-            published: .passUnretained(published)))
+        state.initialize(to: State(lastAddress: nil, lastKept: nil, published: .passUnretained(published)))
     }
 
     deinit { state.deallocate() }
@@ -184,29 +159,29 @@ final class CActionKeeper {
     /// A keeper for one store, publishing each identifier it keeps in `published`.
     static func make(publishingIn published: KeptIdentifiers) -> ActionKeeper {
         let keeper = CActionKeeper(publishingIn: published)
-        return ActionKeeper(keep: keep, state: UnsafeMutableRawPointer(keeper.state), owner: keeper)
+        return ActionKeeper(
+            keeping: CAction.self, as: KeptCAction(identifierPointer: StaticText.empty), keep: keep,
+            state: UnsafeMutableRawPointer(keeper.state), owner: keeper)
     }
 
-    private static let keep: ActionKeeper.Keep = { action, slot, state in
+    /// Keeps the ``CAction`` at `action`: a ``KeptCAction``'s bytes for one without a payload
+    /// whose identifier is kept, an owned copy for another; nothing for one that owns already.
+    private static let keep: @convention(c) (UnsafeRawPointer, UnsafeMutableRawPointer, UnsafeMutableRawPointer?) -> Int = {
+        action, slot, state in
         let state = state!.assumingMemoryBound(to: State.self)
-        guard ActionContainer.typeIdentity(at: action) == state.pointee.cAction else { return false }
         // The CAction's fields, read in place (``CAction/parts(of:)``'s layout) without
         // retaining its storage: the identifier, whether it has a payload, whether it owns them.
         let identifier = action.load(as: UnsafePointer<CChar>.self)
         let payload = action.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.payload)!, as: UInt.self)
         let storage = action.load(fromByteOffset: MemoryLayout<CAction>.offset(of: \.storage)!, as: UInt.self)
-        guard storage == 0 else { return false }
+        guard storage == 0 else { return ActionKeeper.Outcome.owns.rawValue }
         if payload == 0, let kept = keptIdentifier(identifier, state) {
-            slot.storeBytes(of: UInt(bitPattern: kept), as: UInt.self)
-            slot.storeBytes(of: 0, toByteOffset: MemoryLayout<UInt>.size, as: UInt.self)
-            slot.storeBytes(of: 0, toByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self)
-            slot.storeBytes(of: state.pointee.keptType.0, toByteOffset: ActionContainer.typeOffset, as: UInt.self)
-            slot.storeBytes(of: state.pointee.keptType.1, toByteOffset: ActionContainer.typeOffset + MemoryLayout<UInt>.size, as: UInt.self)
-            return true
+            slot.storeBytes(of: KeptCAction(identifierPointer: kept), as: KeptCAction.self)
+            return ActionKeeper.Outcome.wroteKept.rawValue
         }
         let borrowed = CAction(borrowing: identifier, payload: payload == 0 ? nil : OpaquePointer(bitPattern: payload))
         slot.assumingMemoryBound(to: (any Action).self).initialize(to: borrowed.ownedForJournal())
-        return true
+        return ActionKeeper.Outcome.wroteAction.rawValue
     }
 
     /// The kept copy of `identifier` (``KeptNames``): the last one when the caller passed the same

@@ -3,46 +3,6 @@ import DequeModule
 import Glibc
 #endif
 
-/// Makes an action that may borrow what it holds (a C caller's identifier and payload, valid
-/// only for the call) into one that owns it: what a store's journal and action log keep of an
-/// action past its dispatch. A store of such actions is given one at creation; it is called
-/// under the store's lock only.
-///
-/// A C function and the memory it works on, not a protocol's method: the action log calls it
-/// for every record, and a call through a function pointer retains nothing and returns no
-/// container to destroy (Benchmarks/README.md, "The live inspector on a C store").
-package struct ActionKeeper: @unchecked Sendable {
-    // @unchecked: `state` is the keeper's own memory, touched under the store's lock only;
-    // `owner` keeps it alive as long as the store.
-    /// Writes into `slot` (uninitialized memory for one `any Action`) the action of the container
-    /// at `action`, made to own what it holds, and returns true; returns false and writes
-    /// nothing when that action owns what it holds already. `state` is the keeper's.
-    package typealias Keep = @convention(c) (
-        _ action: UnsafeRawPointer, _ slot: UnsafeMutableRawPointer, _ state: UnsafeMutableRawPointer?
-    ) -> Bool
-
-    let keep: Keep
-    let state: UnsafeMutableRawPointer?
-    let owner: AnyObject?
-
-    /// A keeper calling `keep` with `state`, which `owner` keeps valid.
-    package init(keep: Keep, state: UnsafeMutableRawPointer?, owner: AnyObject?) {
-        self.keep = keep
-        self.state = state
-        self.owner = owner
-    }
-
-    /// `action` owning what it holds (`action` itself when it already does).
-    func kept(_ action: any Action) -> any Action {
-        withUnsafeTemporaryAllocation(of: (any Action).self, capacity: 1) { slot in
-            let wrote = withUnsafeBytes(of: action as any Action) {
-                keep($0.baseAddress!, UnsafeMutableRawPointer(slot.baseAddress!), state)
-            }
-            return wrote ? slot.baseAddress!.move() : action
-        }
-    }
-}
-
 /// The change feed: what a store records of each applied action besides applying it, and who
 /// consumes the record — the journal (``Store/startJournal(at:options:)``), the history
 /// (``Store/keepHistory(_:)``), the C face's listeners, the observers that asked for patches, and
@@ -376,7 +336,7 @@ struct ActionLog {
                 UnsafeMutableRawPointer(actions + slot).copyMemory(from: container, byteCount: bytes.count)
                 return .asTrivialBytes
             }
-            if let keeper, keeper.keep(container, UnsafeMutableRawPointer(actions + slot), keeper.state) { return .byKeeper }
+            if let keeper, keeper.keep(container, into: UnsafeMutableRawPointer(actions + slot)) { return .byKeeper }
             return .no
         }
         if written != .asTrivialBytes {
