@@ -74,7 +74,10 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
                 from: UnsafeRawBufferPointer(start: identifier, count: length))
             return length
         }
-        if let (action, isValueless) = try actions.registeredAction(identifier: name, payload: payload) {
+        var isValueless = false
+        if !actions.isEmpty,
+            let action = try actions.registeredAction(identifier: name, payload: payload, isValueless: &isValueless)
+        {
             if payload == nil, isValueless {
                 // Later dispatches of these bytes apply this action again, lent by the entry.
                 recognized.keep(for: identifier) { [store] (source) throws(StoreError) in
@@ -89,7 +92,7 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
 }
 
 /// The actions a Swift store handed to C decoded from no payload for registered types without
-/// stored properties (``ActionTypes/registeredAction(identifier:payload:)``), for the store's next dispatches: every
+/// stored properties (``ActionTypes/registeredAction(identifier:payload:isValueless:)``), for the store's next dispatches: every
 /// value of such a type is the same, so a NULL-payload dispatch of the same identifier reuses
 /// the one decoded, without the identifier's check, its `String`, the registry's lookup or the
 /// decoder. (Its `init(from:)` runs once per store and identifier.)

@@ -415,7 +415,9 @@ struct SwiftStoreAccess<State: Codable>: StoreAccess, @unchecked Sendable {
         guard actions.isRegistered(identifier) else { throw notAllowed }
         let tree = try payload.map { (value) throws(StoreError) in try JSONCEncoder().encode(value) } ?? nil
         defer { json_object_put(tree) }
-        guard let (action, _) = try actions.registeredAction(identifier: identifier, payload: tree) else { throw notAllowed }
+        var isValueless = false
+        guard let action = try actions.registeredAction(identifier: identifier, payload: tree, isValueless: &isValueless)
+        else { throw notAllowed }
         store.dispatch(erased: action, source: .unknown)
         return store.version
     }

@@ -43,26 +43,29 @@ public struct ActionTypes: Sendable {
             decode: { payload in try JSONCDecoder().decode(A.self, from: payload) },
             isValueless: MemoryLayout<A>.size == 0)
         jsonActionDecoders[JSONKey(identifier)] = { action in try action.decodePayload(as: A.self) }
+        isEmpty = false
     }
 
-    /// Whether no type is registered.
-    var isEmpty: Bool { registrations.isEmpty }
+    /// Whether no type is registered: tested before ``registeredAction(identifier:payload:isValueless:)``
+    /// on a dispatch path, it spares a store without registered types the call.
+    package private(set) var isEmpty = true
 
     /// The registered identifiers, sorted by code point.
     package var identifiers: [String] { registrations.keys.sorted().map(\.string) }
 
     /// The action of the type registered for `identifier`, decoded from `payload` (a json-c
-    /// tree, borrowed; NULL: none), and whether that type has no stored properties (see
-    /// ``Registration``); `nil` when no type is registered for `identifier`.
+    /// tree, borrowed; NULL: none); `nil` when no type is registered for `identifier`.
+    /// `isValueless` is set to whether that type has no stored properties (see ``Registration``).
     ///
     /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
     ///   does not decode into the registered type.
-    package func registeredAction(identifier: String, payload: OpaquePointer?)
-        throws(StoreError) -> (action: any Action, isValueless: Bool)?
+    package func registeredAction(identifier: String, payload: OpaquePointer?, isValueless: inout Bool)
+        throws(StoreError) -> (any Action)?
     {
-        guard !registrations.isEmpty, let registration = registrations[JSONKey(identifier)] else { return nil }
+        guard let registration = registrations[JSONKey(identifier)] else { return nil }
+        isValueless = registration.isValueless
         do {
-            return (try registration.decode(payload), registration.isValueless)
+            return try registration.decode(payload)
         } catch {
             throw StoreError(coding: error, prefix: "payload")
         }
@@ -74,7 +77,7 @@ public struct ActionTypes: Sendable {
     /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
     ///   does not decode into the registered type.
     package func action(identifier: String, payload: OpaquePointer?) throws(StoreError) -> any Action {
-        guard !registrations.isEmpty, let registration = registrations[JSONKey(identifier)] else {
+        guard !isEmpty, let registration = registrations[JSONKey(identifier)] else {
             return try JSONAction(identifier: identifier, jsonCPayload: payload)
         }
         do {
