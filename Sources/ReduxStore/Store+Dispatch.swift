@@ -253,7 +253,9 @@ extension Store {
             logLocked(action, at: core.pointee.version, batch: batch, source: source)
         }
         if let recorder = core.pointee.recorder {
+            core.pointee.recording = true
             recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
+            core.pointee.recording = false
         }
         return core.pointee.version
     }

@@ -6,8 +6,8 @@
 
 extension Store {
     /// Checks what must hold between actions, from a thread that holds the lock: the state
-    /// pointer is the one the reducers are handed, no nested action is left over, and the
-    /// lock-free version agrees with the locked one.
+    /// pointer is the one the reducers are handed, no nested action is left over, no action is
+    /// being recorded, and the lock-free version agrees with the locked one.
     @inline(__always)
     func _checkInvariantsLocked() {
         #if REDUXSTORE_INTERNAL_CHECKS
@@ -20,6 +20,7 @@ extension Store {
                      "ReduxStore: the published version is not the store's version")
         precondition(applyingThread.load(ordering: .relaxed) != currentThreadID(),
                      "ReduxStore: this thread still counts as applying an action")
+        precondition(!core.pointee.recording, "ReduxStore: the last action's recording did not end")
         core.pointee.actionLog._checkInvariants(newest: core.pointee.version)
         #endif
     }

@@ -116,8 +116,8 @@ extension Store {
                 }
                 core.pointee.recorder = recorder
             }
-            // Inside a reducer the action in progress will be version + 1: start after it.
-            let first = core.pointee.version + (insideReducer ? 2 : 1)
+            // Inside a reducer or a listener: after the action in progress.
+            let first = core.pointee.firstVersion(insideReducer: insideReducer)
             // Outside a reducer the state is at rest: the selection starts from its value now.
             // Inside one it is being changed (and a struct state is held `inout`): the selection
             // starts from the value the current action leaves, read with that action's round.

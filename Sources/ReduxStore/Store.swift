@@ -211,6 +211,16 @@ struct StoreCore {
     /// The records of the last actions for a reader that reads them when it likes (the live
     /// inspector: ``Store/openActionLog(_:ticked:)``); off for most stores, so a dispatch tests one field.
     var actionLog = ActionLog()
+    /// Whether the apply transaction is handing its action, counted already, to the change
+    /// feed's consumers (the C face's listeners run then), rather than running reducers.
+    var recording = false
+
+    /// The first version a consumer added now hears (an observer, a listener, a change
+    /// sequence): the next action's. Inside a reducer the action in progress, not yet counted,
+    /// is `version + 1`, so the next is `version + 2`; inside a listener that action is counted.
+    func firstVersion(insideReducer: Bool) -> UInt64 {
+        version &+ (insideReducer && !recording ? 2 : 1)
+    }
 
     init(version: UInt64) {
         self.version = version

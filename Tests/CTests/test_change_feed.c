@@ -2,8 +2,9 @@
  * test_change_feed.c — the change feed from C: the dispatching macros record __FILE__ and
  * __LINE__ (the journal's "source", a listener's file and line), the plain functions record none,
  * a borrowed file name is copied, listeners hear every action once in version order with its
- * payload, patch and batch, may read, dispatch and remove themselves from inside, are removed at
- * the last release, and bad arguments change nothing.
+ * payload, patch and batch, may read, dispatch and remove themselves from inside, first hear the
+ * next action when added while one is applied, are removed at the last release, and bad arguments
+ * change nothing.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -242,6 +243,76 @@ static void test_listener_inside(void)
     CHECK_EQ_INT(c.h.count, 3);
     CHECK_EQ_INT(rdx_store_version(store), 4);
     rdx_store_release(store);
+}
+
+/* What a reducer or listener adds while an action is applied, and what it then heard. */
+typedef struct joiner {
+    rdx_store *store;
+    heard from_reducer;       /* a listener added by the reducer of "join" */
+    heard from_listener;      /* a listener added by another listener, at version 3 */
+    uint64_t observed[MAX_HEARD]; /* versions an observer added by that listener heard */
+    int observed_count;
+    int added;
+} joiner;
+
+static joiner *the_joiner;
+
+static void joiner_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    (void)state;
+    (void)payload;
+    (void)context;
+    if (strcmp(identifier, "join") == 0) {
+        CHECK(rdx_store_add_change_listener(the_joiner->store, false, record_change, &the_joiner->from_reducer) != 0);
+    }
+}
+
+static void joiner_observer(rdx_store *store, const char *name, uint64_t version, void *context)
+{
+    joiner *j = context;
+    (void)store;
+    (void)name;
+    if (j->observed_count < MAX_HEARD) j->observed[j->observed_count++] = version;
+}
+
+static void joiner_listener(rdx_store *store, const rdx_change *change, void *context)
+{
+    joiner *j = context;
+    if (change->version == 3 && !j->added) {
+        j->added = 1;
+        CHECK(rdx_store_add_change_listener(store, false, record_change, &j->from_listener) != 0);
+        CHECK(rdx_store_add_observer(store, NULL, joiner_observer, j) != 0);
+    }
+}
+
+static void test_added_while_applying(void)
+{
+    joiner j;
+    rdx_reducer reducer = {joiner_reduce, NULL, NULL};
+    json_object *initial = json_object_new_object();
+    rdx_status status = RDX_EINVAL;
+    TEST("a listener added by a reducer, or a listener or observer added by a listener, first hears the next action");
+    memset(&j, 0, sizeof j);
+    heard_init(&j.from_reducer);
+    heard_init(&j.from_listener);
+    the_joiner = &j;
+    j.store = rdx_store_create(initial, &reducer, 1, &status);
+    json_object_put(initial);
+    CHECK_STATUS(status, RDX_OK);
+    CHECK(rdx_store_add_change_listener(j.store, false, joiner_listener, &j) != 0);
+    CHECK_STATUS(rdx_store_dispatch_action(j.store, "before", NULL), RDX_OK); /* 1 */
+    CHECK_STATUS(rdx_store_dispatch_action(j.store, "join", NULL), RDX_OK);   /* 2 */
+    CHECK_STATUS(rdx_store_dispatch_action(j.store, "third", NULL), RDX_OK);  /* 3 */
+    CHECK_STATUS(rdx_store_dispatch_action(j.store, "fourth", NULL), RDX_OK); /* 4 */
+    CHECK_EQ_INT(j.from_reducer.count, 2);
+    CHECK_EQ_INT(j.from_reducer.versions[0], 3);
+    CHECK_EQ_INT(j.from_reducer.versions[1], 4);
+    CHECK_EQ_INT(j.from_listener.count, 1);
+    CHECK_EQ_INT(j.from_listener.versions[0], 4);
+    CHECK_EQ_INT(j.observed_count, 1);
+    CHECK_EQ_INT(j.observed[0], 4);
+    rdx_store_release(j.store);
+    the_joiner = NULL;
 }
 
 /* Counts changes and checks each version follows the last. */
@@ -626,6 +697,7 @@ int main(void)
     test_bad_arguments();
     test_patches();
     test_listener_inside();
+    test_added_while_applying();
     test_threads();
     test_journal_source();
     test_release_removes();

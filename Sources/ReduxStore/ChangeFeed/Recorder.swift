@@ -689,8 +689,9 @@ extension Store {
         if let journal = recorder.journal, journal.append(record) {
             recorder.mustWait(for: journal, through: version)
         }
-        // A listener removed by an earlier one during this call is not called.
-        for listener in recorder.listeners where !listener.isRemoved {
+        // A listener removed by an earlier one during this call is not called, nor one added
+        // during this action (by a reducer: it hears the next one).
+        for listener in recorder.listeners where !listener.isRemoved && version >= listener.firstVersion {
             listener.receive(record)
         }
     }

@@ -16,6 +16,8 @@ package final class ChangeListener: @unchecked Sendable {
     /// Set under the store's lock once removed: not called again, also not for the record in
     /// progress.
     private(set) var isRemoved = false
+    /// The first version it hears: the next action's when it was added (set under the lock).
+    fileprivate(set) var firstVersion: UInt64 = 0
 
     package init(
         includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void,
@@ -35,8 +37,8 @@ package final class ChangeListener: @unchecked Sendable {
 }
 
 extension Store {
-    /// The change feed: the record of each action applied from now on, as an async sequence, in
-    /// version order.
+    /// The change feed: the record of each action applied from now on (from inside a reducer or
+    /// a C listener: after the action in progress), as an async sequence, in version order.
     ///
     /// ```swift
     /// let store = Store(reducers: [todosReducer], state: Todos())
@@ -72,8 +74,10 @@ extension Store {
     {
         let limit = max(limit, 1)
         let reader = withCoreLocked { core, insideReducer in
+            // From inside a reducer or listener: after the action in progress.
             let token = core.pointee.actionLog.open(ActionLog.Claim(
-                capacity: limit, ticked: false, patches: includingPatches, cursor: core.pointee.version))
+                capacity: limit, ticked: false, patches: includingPatches,
+                cursor: core.pointee.firstVersion(insideReducer: insideReducer) &- 1))
             let reader = ChangeReader(
                 token: token, includingPatches: includingPatches, batch: min(limit, 64), core: self.core,
                 close: { [weak self] token in self?.closeActionLog(token) })
@@ -110,6 +114,7 @@ extension Store {
     ) {
         let recorder = listener.includingPatches
             ? recorderKeepingStateLocked(core: core, insideReducer: insideReducer) : core.pointee.recorder ?? Recorder()
+        listener.firstVersion = core.pointee.firstVersion(insideReducer: insideReducer)
         recorder.listeners.append(listener)
         core.pointee.recorder = recorder
     }

@@ -114,6 +114,29 @@ struct ChangeFeedTests {
         #expect(changes[1].source?.line == UInt(reducerLine))
     }
 
+    @Test("a sequence made inside a reducer starts after the action in progress, with patches from there")
+    func madeInsideAReducer() async {
+        final class Feeds: @unchecked Sendable {
+            weak var store: Store<Todos>?
+            var feeds: [AsyncStream<StoreChange>] = []
+        }
+        let box = Feeds()
+        let reducer: Reducer<Todos> = { state, action in
+            if let add = action as? AddTodo, add.title == "subscribe" {
+                box.feeds.append(box.store!.changes(includingPatches: true))
+            }
+            todosReducer(&state, action)
+        }
+        let store = Store(reducers: [reducer], state: Todos())
+        box.store = store
+        store.dispatchAction(AddTodo(title: "before"))
+        store.dispatchAction(AddTodo(title: "subscribe"))
+        store.dispatchAction(AddTodo(title: "after"))
+        let changes = await first(1, of: box.feeds[0])
+        #expect(changes.map(\.version) == [3])
+        #expect(changes.first?.patch == [.add(path: "/titles/2", value: "after")])
+    }
+
     @Test("through middleware: what next passes keeps the dispatch's source; what a middleware dispatches has its own")
     func middleware() async {
         let middlewareLine = #line + 3
