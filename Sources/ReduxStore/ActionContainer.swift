@@ -33,12 +33,17 @@ package enum ActionContainer {
         }
     }()
 
+    /// Whether a value of `type` is stored in a container's inline buffer, at its start (known
+    /// when compiling).
+    @inlinable @inline(__always)
+    static func fitsInline<A: Action>(_ type: A.Type) -> Bool {
+        MemoryLayout<A>.size <= typeOffset && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment
+    }
+
     /// Checks that a value of `type` is stored in a container's inline buffer, at its start.
     static func checkInline<A: Action>(_ type: A.Type) {
         checkLayout()
-        precondition(
-            MemoryLayout<A>.size <= typeOffset && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment,
-            "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
+        precondition(fitsInline(A.self), "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
     }
 
     /// The identity of `type`: what ``typeIdentity(at:)`` returns for an action of that type.
@@ -90,9 +95,7 @@ package enum ActionContainer {
     package static func withValue<A: Action, R>(
         of action: borrowing any Action, as type: A.Type, _ body: (UnsafeRawPointer) -> R
     ) -> R? {
-        precondition(
-            MemoryLayout<A>.size <= typeOffset && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment,
-            "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
+        precondition(fitsInline(A.self), "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
         return withUnsafeBytes(of: action as any Action) { bytes in
             typeIdentity(at: bytes.baseAddress!) == identity(of: A.self) ? body(bytes.baseAddress!) : nil
         }

@@ -274,8 +274,7 @@ func erasedTyped<State, A: Action>(
 /// value witness called to copy it out and destroy the copy.
 @inlinable @inline(__always)
 func projection<A: Action>(of action: any Action, as _: A.Type) -> A {
-    let inline = ActionContainer.typeOffset
-    if _isPOD(A.self) && MemoryLayout<A>.size <= inline && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment {
+    if _isPOD(A.self) && ActionContainer.fitsInline(A.self) {
         return withUnsafeBytes(of: action as any Action) { container in
             assert(ActionContainer.typeIdentity(at: container.baseAddress!) == ActionContainer.identity(of: A.self),
                    "ReduxStore: an action read as a type it was not boxed as")
