@@ -25,12 +25,12 @@ public struct ActionTypes: Sendable {
     /// properties (an empty struct, an enum of one case; its size is 0). All the values of such
     /// a type are the same, so one decoded from no payload stands for every later one, and a
     /// store may decode it once.
-    struct Registration: Sendable {
+    @usableFromInline struct Registration: Sendable {
         let decode: Decode
         let isValueless: Bool
     }
 
-    private var registrations: [JSONKey: Registration] = [:]
+    @usableFromInline private(set) var registrations: [JSONKey: Registration] = [:]
     /// The same types' decoders from a ``JSONAction``, by identifier, for a store with routed
     /// reducers (``Reducers``), which decodes a dispatched ``JSONAction`` of a registered identifier.
     private(set) var jsonActionDecoders: [JSONKey: DecodeJSONAction] = [:]
@@ -43,12 +43,11 @@ public struct ActionTypes: Sendable {
             decode: { payload in try JSONCDecoder().decode(A.self, from: payload) },
             isValueless: MemoryLayout<A>.size == 0)
         jsonActionDecoders[JSONKey(identifier)] = { action in try action.decodePayload(as: A.self) }
-        isEmpty = false
     }
 
     /// Whether no type is registered: tested before ``registeredAction(identifier:payload:isValueless:)``
-    /// on a dispatch path, it spares a store without registered types the call.
-    package private(set) var isEmpty = true
+    /// on a dispatch path (inlined there), it spares a store without registered types the call.
+    @inlinable package var isEmpty: Bool { registrations.isEmpty }
 
     /// The registered identifiers, sorted by code point.
     package var identifiers: [String] { registrations.keys.sorted().map(\.string) }
