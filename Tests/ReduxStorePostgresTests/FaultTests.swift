@@ -355,7 +355,7 @@ struct FaultTests {
         }
         victim.kill(SIGCONT)
         let done = await victim.finish()
-        #expect(done.status == 0, "\(done.errors.suffix(2000))")
+        #expect(done.status == 0, "\(done.errorsToShow)")
         // The bound is the server's lock timeout; a stopped writer holds no lock at all.
         #expect(slowest < .seconds(2), "a dispatch waited \(slowest) for the stopped writer")
         #expect(mine.count >= 400)
@@ -407,7 +407,7 @@ struct FaultTests {
             #expect(Set(replay.tags).count == replay.tags.count, "run \(round): an action was written twice")
             #expect(replay.tags.count == 4 * perWriter, "run \(round)")
             for result in results {
-                #expect(result.status == 0, "run \(round): \(result.errors.suffix(1500))")
+                #expect(result.status == 0, "run \(round): \(result.errorsToShow)")
                 let acked = acknowledged(result.output)
                 #expect(acked.count == perWriter, "run \(round)")
                 #expect(Set(acked).isSubset(of: Set(replay.tags)), "run \(round): acknowledged but not in the stream")
@@ -430,7 +430,7 @@ struct FaultTests {
         }
         var results: [ProcessResult] = []
         for writer in writers { results.append(await writer.finish()) }
-        for result in results { #expect(result.status == 0, "\(result.errors.suffix(2000))") }
+        for result in results { #expect(result.status == 0, "\(result.errorsToShow)") }
         let states = results.map { $0.output.split(separator: "\n").last { $0.hasPrefix("state ") } }
         #expect(states[0] != nil)
         #expect(states[0] == states[1])

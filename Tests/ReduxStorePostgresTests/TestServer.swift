@@ -58,6 +58,12 @@ struct ProcessResult: Sendable {
     let errors: String
     /// Whether the process ended by a signal (`status` is then the signal).
     let signaled: Bool
+
+    /// What a failed check shows of the standard error: its head, where a Swift trap says why
+    /// (`Fatal error: …`), and its tail, past the backtrace's registers and images.
+    var errorsToShow: String {
+        errors.count <= 4_000 ? errors : "\(errors.prefix(2_500))\n…\n\(errors.suffix(1_500))"
+    }
 }
 
 /// A started process whose output goes to files until it ends. (posix_spawn and waitpid:
