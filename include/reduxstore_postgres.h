@@ -88,8 +88,9 @@ extern "C" {
  *   RDX_EINVAL  a NULL argument, a connection string or stream name that is not acceptable (the
  *               name: 1 to 200 bytes of UTF-8; either string not UTF-8 is refused, never
  *               repaired), or a reducer list rdx_store_create() refuses;
- *   RDX_EIO     the server cannot be reached, refuses the user or the password, fails a statement,
- *               or holds the library's tables in a newer format;
+ *   RDX_EIO     the server cannot be reached (a fault that may pass, such as a server starting up
+ *               or restarting, is tried again for 30 s with back-off first), refuses the user or
+ *               the password, fails a statement, or holds the library's tables in a newer format;
  *   RDX_EDECODE the stream's newest snapshot is not JSON a C store can hold, or an action after
  *               it does not apply (naming the version);
  *   RDX_ECORRUPT the state differs from a stored snapshot's, or versions were trimmed;

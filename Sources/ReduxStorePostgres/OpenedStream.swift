@@ -12,8 +12,32 @@ package struct OpenedStream {
     package let version: UInt64
     package let state: String?
 
-    package static func open(_ stream: PostgresStream, writes: Bool) async throws(ReplicationError) -> OpenedStream {
+    /// Opens `stream`: what may pass (a lost connection, a server starting up or restarting, a
+    /// full connection table: ``ReplicationError/isTransient``) is tried again with back-off,
+    /// each attempt logged, until `reconnectTimeout` seconds have passed; the rest is thrown at
+    /// once. Every step is safe to repeat.
+    package static func open(
+        _ stream: PostgresStream, writes: Bool, reconnectTimeout: Double
+    ) async throws(ReplicationError) -> OpenedStream {
         let logger = Logger(label: "ReduxStorePostgres")
+        let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(reconnectTimeout * 1e9)))
+        var attempt = 0
+        while true {
+            do {
+                return try await openOnce(stream, writes: writes, logger: logger)
+            } catch where error.isTransient && ContinuousClock.now < deadline {
+                attempt += 1
+                logger.warning(
+                    "ReduxStorePostgres: \(error.description); trying again",
+                    metadata: ["stream": .string(stream.stream), "attempt": .stringConvertible(attempt)])
+                try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
+            }
+        }
+    }
+
+    private static func openOnce(
+        _ stream: PostgresStream, writes: Bool, logger: Logger
+    ) async throws(ReplicationError) -> OpenedStream {
         let schema = StreamSchema(stream.schema)
         let connection = try await StreamConnection.connect(stream, logger: logger)
         do {

@@ -72,8 +72,10 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     ///   - actions: the typed actions stored payloads decode into; other identifiers reach the
     ///     reducers as `JSONAction`s.
     ///   - options: snapshots, retention, polling, group size (``ReplicationOptions``).
-    /// - Throws: ``ReplicationError``: the server cannot be reached, refuses the user, or its
-    ///   tables are newer than this library; the stored snapshot or an action after it does not
+    /// - Throws: ``ReplicationError``: the server cannot be reached (what may pass — a lost
+    ///   connection, a server starting up or restarting, a full connection table — is tried again
+    ///   for ``ReplicationOptions/reconnectTimeout`` seconds), refuses the user, or its tables are
+    ///   newer than this library; the stored snapshot or an action after it does not
     ///   decode (naming the version).
     public static func open(
         _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
@@ -132,7 +134,7 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         options: ReplicationOptions, writes: Bool
     ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let options = try options.validated(stream: stream.stream)
-        let opened = try await OpenedStream.open(stream, writes: writes)
+        let opened = try await OpenedStream.open(stream, writes: writes, reconnectTimeout: options.reconnectTimeout)
         var state = initialState
         if let text = opened.state {
             do {

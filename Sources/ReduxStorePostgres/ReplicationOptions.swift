@@ -32,8 +32,9 @@ public struct ReplicationOptions: Sendable {
     public var maximumBatch: Int = 1_000
     /// How many actions one read of the stream's tail fetches. Default 10,000.
     public var readBatch: Int = 10_000
-    /// How long, in seconds, a dispatch waits for a lost connection to come back before it
-    /// fails with ``ReplicationError/Kind/connection``. Default 30.
+    /// How long, in seconds, a dispatch, and opening or following a stream, wait for a lost
+    /// connection to come back (or a server to finish starting, or a full connection table to
+    /// free a place) before they fail with ``ReplicationError/Kind/connection``. Default 30.
     public var reconnectTimeout: Double = 30
 
     public init() {}

@@ -94,7 +94,7 @@ struct CStreamOpening: @unchecked Sendable {
         let opened: OpenedStream
         do {
             options = try ReplicationOptions().validated(stream: stream.stream)
-            opened = try await OpenedStream.open(stream, writes: true)
+            opened = try await OpenedStream.open(stream, writes: true, reconnectTimeout: options.reconnectTimeout)
         } catch {
             throw CFailure(error)
         }

@@ -292,6 +292,35 @@ struct FaultTests {
         await follower.close()
     }
 
+    @Test("opening and following while no session may start: they wait for the server, then succeed")
+    func openDuringFullConnectionTable() async throws {
+        let stream = try TestServer.stream("open-full")
+        try await Self.superuserSQL("ALTER DATABASE reduxstore CONNECTION LIMIT 0")
+        let unlimit = Task {
+            try await Task.sleep(for: .seconds(2))
+            try await Self.superuserSQL("ALTER DATABASE reduxstore CONNECTION LIMIT -1")
+        }
+        let started = ContinuousClock.now
+        let writer: ReplicatedStore<Tally>
+        let follower: ReplicatedStore<Tally>
+        do {
+            async let opening = ReplicatedStore.open(
+                stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+            async let following = ReplicatedStore.follow(
+                stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+            (writer, follower) = try await (opening, following)
+            try await unlimit.value
+        } catch {
+            try? await Self.superuserSQL("ALTER DATABASE reduxstore CONNECTION LIMIT -1")
+            throw error
+        }
+        #expect(started.duration(to: .now) > .seconds(1), "the table was full for a while")
+        #expect(try await writer.dispatch(Add(by: 1, tag: "after")) == 1)
+        try await Self.checkOnce(stream, acknowledged: ["after"], replica: writer)
+        await writer.close()
+        await follower.close()
+    }
+
     @Test("every connection asks the server to bound its locks, statements and idle transactions")
     func serverBounds() async throws {
         let stream = try TestServer.stream("bounds")
