@@ -475,7 +475,8 @@ RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *point
 
 /*
  * Records every applied action of `store` in the journal file at `path` (borrowed), as JSON
- * Lines, off the dispatch path (a queue and a writer thread of the journal's own):
+ * Lines, off the dispatch path (the store records each action once; a writer thread of the
+ * journal's own reads the records and writes them):
  *   {"version":N,"identifier":"...","payload":...,"time":"2026-11-22T10:00:00.000Z"}
  * ("time": when the action was applied, to within the kernel's clock tick, a few milliseconds)
  * with "batch":F on the actions of a batch (F: its first version), and, when `record_patches` is

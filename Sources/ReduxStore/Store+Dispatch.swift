@@ -111,9 +111,9 @@ extension Store {
     /// A transaction, in order: the lock is taken; the invariants are checked (internal-checks
     /// builds); the thread is marked as the applying one (so that a dispatch, read or observer
     /// change from inside a reducer is recognised) and as inside a callback; the caller applies
-    /// its change, each action making a version and recorded once in the change feed
-    /// (``recordLocked(_:at:batch:source:in:)``: the journal, the history, listeners and patches
-    /// read that one record), the version published, the notification round made (observers and
+    /// its change, each action making a version and recorded once in the change feed (the
+    /// action log's record, which every consumer reads, then what ``recordLocked(at:in:)``
+    /// makes of it: patches, the history's snapshot, the listeners' calls), the version published, the notification round made (observers and
     /// selections read under the lock); ``commit(_:_:)`` applies what the reducers dispatched
     /// meanwhile — without middleware here, FIFO, each with its round; with middleware they must
     /// pass the chain, which runs user code that may read the store, so they are handed to this
@@ -200,7 +200,7 @@ extension Store {
         }
         context.pointee.callbackDepth &-= 1
         applyingThread.store(0, ordering: .relaxed)
-        if let recorder = core.pointee.recorder, let wait = recorder.takeJournalWait() {
+        if let wait = core.pointee.actionLog.takeOwedWait() {
             transaction.markPending()
             context.pointee.pending.append(.journalWait(wait))
         }
@@ -247,14 +247,13 @@ extension Store {
     private func countAppliedLocked(_ action: any Action, batch: ClosedRange<UInt64>?, source: DispatchSite) -> UInt64 {
         let core = self.core.unsafe.valuePointer
         core.pointee.version &+= 1
-        // The log first: the recorder attaches the patch to its newest record when a reader of
-        // the log asks for patches.
+        // The record first: the recorder attaches the patch to it and hands it to listeners.
         if core.pointee.actionLog.isOn {
             logLocked(action, at: core.pointee.version, batch: batch, source: source)
         }
         if let recorder = core.pointee.recorder {
             core.pointee.recording = true
-            recordLocked(action, at: core.pointee.version, batch: batch, source: source, in: recorder)
+            recordLocked(at: core.pointee.version, in: recorder)
             core.pointee.recording = false
         }
         return core.pointee.version

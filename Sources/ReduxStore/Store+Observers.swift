@@ -110,11 +110,7 @@ extension Store {
         withCoreLocked { core, insideReducer in
             if pendingPatches != nil {
                 // Patches need the state as JSON after the last action: from now on.
-                let recorder = core.pointee.recorder ?? Recorder()
-                if recorder.lastValue == nil, !insideReducer || readableInsideReducer {
-                    recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
-                }
-                core.pointee.recorder = recorder
+                recorderKeepingStateLocked(core: core, insideReducer: insideReducer)
             }
             // Inside a reducer or a listener: after the action in progress.
             let first = core.pointee.firstVersion(insideReducer: insideReducer)

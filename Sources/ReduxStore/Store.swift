@@ -148,14 +148,18 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     deinit {
         finishAutosaveAtDeinit()
-        stopJournalAtDeinit()
         endChangeListenersAtDeinit()
-        // Under the lock: a `changes()` sequence reads the log through it, holding the lock,
-        // not the store.
-        core.withLock { core in
+        // Under the lock: a `changes()` sequence and the journal read the log through it,
+        // holding the lock, not the store. Each is handed what it has not read.
+        let journal = core.withLock { core in
             core.actionLog.endReaders()
             core.actionLog.deallocate()
+            let journal = core.journal
+            core.journal = nil
+            return journal
         }
+        // The journal writes what it was handed, and stops.
+        journal?.stop()
         state.deinitialize(count: 1)
         state.deallocate()
         // What the core holds goes with the store, though a sequence may hold the lock longer:
@@ -205,12 +209,17 @@ struct StoreCore {
     var tape: SnapshotTape?
     var tapeVersion: UInt64 = .max
     let encoder = SnapshotEncoder()
-    /// What each applied action is also recorded in (``Store/startJournal(at:options:)``,
-    /// ``Store/keepHistory(_:)``); `nil` for most stores, so a dispatch tests one field.
+    /// What the change feed makes of each applied action besides its record: snapshots for the
+    /// history (``Store/keepHistory(_:)``), patches, listeners' calls; `nil` for most stores, so a
+    /// dispatch tests one field.
     var recorder: Recorder?
-    /// The records of the last actions for a reader that reads them when it likes (the live
-    /// inspector: ``Store/openActionLog(_:ticked:)``); off for most stores, so a dispatch tests one field.
+    /// The one record of each applied action, while a consumer holds a claim on it (the journal,
+    /// `changes()` sequences, the live inspectors, the C face's listeners); off for most stores,
+    /// so a dispatch tests one field.
     var actionLog = ActionLog()
+    /// The running journal (``Store/startJournal(at:options:)``), which reads the action log
+    /// through its claim.
+    var journal: Journal?
     /// Whether the apply transaction is handing its action, counted already, to the change
     /// feed's consumers (the C face's listeners run then), rather than running reducers.
     var recording = false

@@ -106,9 +106,10 @@ extension CAction {
 }
 
 extension CAction: JournalRecordable {
-    /// The action owning copies of its identifier and payload (itself if it already does): a
-    /// journal writes it after the dispatch returned. If memory runs out, the identifier alone.
-    func ownedForJournal() -> any Action {
+    /// The action owning copies of its identifier and payload (itself if it already does): the
+    /// store's record keeps it after the dispatch returned. If memory runs out, the identifier
+    /// alone.
+    func owned() -> any Action {
         if storage != nil { return self }
         return (try? CAction(copying: identifierPointer, payload: payload))
             ?? JSONAction(identifier: identifier)
@@ -125,7 +126,6 @@ struct KeptCAction: JournalRecordable, @unchecked Sendable {
     let identifierPointer: UnsafePointer<CChar>
 
     var identifier: String { String(cString: identifierPointer) }
-    func ownedForJournal() -> any Action { self }
     var journalPayload: OpaquePointer? { nil }
 }
 
@@ -180,7 +180,7 @@ final class CActionKeeper {
             return ActionKeeper.Outcome.wroteKept.rawValue
         }
         let borrowed = CAction(borrowing: identifier, payload: payload == 0 ? nil : OpaquePointer(bitPattern: payload))
-        slot.assumingMemoryBound(to: (any Action).self).initialize(to: borrowed.ownedForJournal())
+        slot.assumingMemoryBound(to: (any Action).self).initialize(to: borrowed.owned())
         return ActionKeeper.Outcome.wroteAction.rawValue
     }
 

@@ -74,14 +74,4 @@ package struct ActionKeeper: @unchecked Sendable {
         case nil: preconditionFailure("ReduxStore: an action keeper returned no outcome it knows")
         }
     }
-
-    /// `action` owning what it holds (`action` itself when it already does).
-    func kept(_ action: any Action) -> any Action {
-        withUnsafeTemporaryAllocation(of: (any Action).self, capacity: 1) { slot in
-            let wrote = withUnsafeBytes(of: action as any Action) {
-                keep($0.baseAddress!, into: UnsafeMutableRawPointer(slot.baseAddress!))
-            }
-            return wrote ? slot.baseAddress!.move() : action
-        }
-    }
 }

@@ -2,13 +2,28 @@
 import Glibc
 #endif
 
-/// The records of the last applied actions, oldest first, with their patches while a reader
-/// asks for them: a ring of ``capacity`` records in the store's core, touched under the store's
-/// lock only, kept while a reader holds a claim on it — the live inspectors
-/// (``Store/openActionLog(_:ticked:)``, read with ``Store/readActionLog(after:limit:wake:)``) and
-/// each ``Store/changes(includingPatches:bufferingNewest:)`` sequence (a ``ChangeReader``, read
-/// from its claim's cursor). A reader may leave a wake-up that the next record calls, so it can
-/// wait for changes without polling and without a call per action.
+/// The one record of each applied action: a ring in the store's core, written once by the
+/// apply transaction under the store's lock, that every consumer of the change feed reads, each
+/// at its own pace through a claim, each told what it missed:
+///
+/// - the live inspectors (Swift and C) read the newest records when they like
+///   (``Store/openActionLog(_:ticked:)``, ``Store/readActionLog(after:limit:wake:)``), told how
+///   many versions they asked for are no longer kept;
+/// - each ``Store/changes(includingPatches:bufferingNewest:)`` sequence (a ``ChangeReader``) and
+///   the journal (``Journal``) read from their claim's cursor; a gap in the versions is what they
+///   missed (the journal counts it: ``Store/journalDroppedEntries``). The journal's claim is
+///   paced: its writer is woken when it is half its capacity behind, and with
+///   ``JournalOptions/Overflow/block`` the claim holds — the ring grows rather than overwrite a
+///   record the journal has not read, and a dispatch that puts it past its capacity waits for it
+///   once it released the store's lock (``takeOwedWait()``);
+/// - the C face's listeners read the newest record as it is made (``newestRecord()``), its
+///   patch attached.
+///
+/// The patch of each record, while a claim asks for patches, is made by the ``Recorder`` and
+/// attached here (``attachPatch(_:error:)``). A reader may leave a wake-up that the next record
+/// calls, so it can wait for changes without polling and without a call per action. Records
+/// no claim needs any more (read by every claim that reads from a cursor, older than those the
+/// others keep) are released as they are read: memory follows the readers' backlog.
 ///
 /// What a dispatch writes is kept to the least: the action and its source, each in a column of
 /// memory the log allocates itself (not an array of records in a class: no retain, release,
@@ -22,17 +37,18 @@ import Glibc
 ///
 /// Invariant: the slots of the `count` records, from `start` on around the ring, are
 /// initialized in both columns, the rest not; ``times`` and ``batches`` are in version order and
-/// ``times`` has a mark at or before the oldest record's version; ``deallocate()`` runs once, at
-/// the store's deinit.
+/// ``times`` has a mark at or before the oldest record's version; no record a holding claim has
+/// not read was overwritten; ``deallocate()`` runs once, at the store's deinit.
 struct ActionLog {
-    /// The records the ring holds room for now; it grows up to ``limit``.
+    /// The records the ring holds room for now; it grows up to ``limit``, and past it while a
+    /// holding claim has not read its oldest record.
     private(set) var capacity = 0
     /// The records the largest claim asks to keep.
     private var limit = 0
     private var actions: UnsafeMutablePointer<any Action>?
     private var sources: UnsafeMutablePointer<DispatchSite>?
     private var count = 0
-    /// The slot of the oldest record once the ring is full.
+    /// The slot of the oldest record.
     private var start = 0
     /// The newest record's version; the one `n` slots older has `newest - n`.
     private var newest: UInt64 = 0
@@ -56,26 +72,52 @@ struct ActionLog {
     /// dispatches from few files, most often again from the last one, found here by comparing
     /// its bytes rather than in ``KeptNames/files`` (a lock and a hash).
     private var lastSource: DispatchSite?
-    /// The readers' claims (``Store/openActionLog(_:ticked:)``, ``Store/changes(includingPatches:bufferingNewest:)``):
-    /// the log keeps as many records as the largest asks for, ticked when every one is, with
-    /// patches while one asks for them.
+    /// The readers' claims: the log keeps as many records as the largest asks for, ticked when
+    /// every one is, with patches while one asks for them.
     private var claims: [UInt64: Claim] = [:]
     private var lastClaim: UInt64 = 0
     /// Each record's patch and why it could not be made (``attachPatch(_:error:)``), a slot for
     /// each of the ring's while a claim asks for patches; empty otherwise.
-    private var patches: [(operations: [JSONPatch.Operation]?, error: String?)] = []
+    private var patches: [Patch] = []
+
+    /// A record's patch, or why it could not be made. A struct, not a tuple: an array of tuples
+    /// is copied and destroyed through the runtime's generic tuple witnesses.
+    struct Patch {
+        var operations: [JSONPatch.Operation]?
+        var error: String?
+    }
+    /// The lowest cursor of a holding claim (`.max`: none): the ring never overwrites a record
+    /// after it.
+    private var held: UInt64 = .max
+    /// The first version whose record a paced claim must hear of (``attend(_:)``): its reader
+    /// is to be woken, or the dispatcher to wait for it; `.max` for none.
+    private var attention: UInt64 = .max
+    /// The wait a record put the dispatching thread under (a holding claim is more than its
+    /// capacity behind), taken by the apply transaction once it released the lock.
+    private var owedWait: JournalWait?
 
     /// One reader's claim on the log.
     struct Claim {
+        /// The records kept for the reader: the newest this many (a reader from a cursor misses
+        /// the older ones it did not read).
         var capacity: Int
+        /// Whether the reader asks for the clock only when ticked (``tick()``).
         var ticked: Bool
         var patches = false
-        /// The newest version a ``ChangeReader`` read through the claim (``read(_:limit:)``).
+        /// The newest version a reader from a cursor read through the claim (``read(_:limit:)``).
         var cursor: UInt64 = 0
         /// The sequence reading through the claim, handed its unread records when the store is
-        /// freed; `nil` for a reader that reads with ``records(after:limit:)`` (the inspectors).
-        /// Weak: the sequence holds the reader, and a reader freed closes its claim.
+        /// freed. Weak: the sequence holds the reader, and a reader freed closes its claim.
         weak var reader: ChangeReader?
+        /// The journal reading through the claim: paced (``attend(_:)``), handed its unread
+        /// records when the store is freed or the journal stopped. The store holds it.
+        weak var journal: Journal?
+        /// Whether the ring keeps every record the reader has not read (a journal that blocks).
+        var holds = false
+
+        /// Whether the reader reads from ``cursor``, the records it has not read, rather than the
+        /// newest when it likes (the inspectors, the listeners).
+        var readsFromCursor: Bool { reader != nil || journal != nil }
     }
 
     /// The number of open claims.
@@ -114,6 +156,7 @@ struct ActionLog {
     /// Names the sequence reading through the claim of `token`.
     mutating func attach(_ reader: ChangeReader, to token: UInt64) {
         claims[token]?.reader = reader
+        fitClaims()
     }
 
     /// Whether a claim asks for patches: the recorder makes each record's patch and attaches it
@@ -128,79 +171,130 @@ struct ActionLog {
     }
 
     private mutating func fitClaims() {
+        pace()
         resize(
             to: claims.values.map(\.capacity).max() ?? 0,
             ticked: !claims.isEmpty && claims.values.allSatisfy(\.ticked),
             patches: claims.values.contains { $0.patches })
+        release()
     }
 
     /// Keeps the newest `limit` records (0: none), the newest of those it has, in a ring of at
     /// most ``firstSlots`` that grows as records come; with `ticked`, a record reads the clock
-    /// only after a ``tick()``; with `wanted`, each record's patch.
+    /// only after a ``tick()``; with `wanted`, each record's patch. Every record a holding claim
+    /// has not read is kept. The ring is made smaller only when it must drop records or would
+    /// stand more than half empty.
     private mutating func resize(to limit: Int, ticked: Bool, patches wanted: Bool) {
         self.ticked = ticked
         clockDue = true
         self.limit = max(limit, 0)
         // A ring of up to `firstSlots` records at once; a larger one grows as records come
         // (a reader may ask for millions, or `Int.max`).
-        let capacity = min(self.limit, max(Self.firstSlots, count))
-        if capacity != self.capacity {
-            reallocate(to: capacity, patches: wanted)
-        } else if wanted != wantsPatches {
-            patches = wanted ? Array(repeating: (nil, nil), count: capacity) : []
+        let unreadHeld = held < newest ? Int(min(newest &- held, UInt64(count))) : 0
+        let target = max(min(self.limit, max(Self.firstSlots, count)), unreadHeld)
+        if target == 0 || capacity == 0 || target < count || target < capacity / 2 {
+            reallocate(to: target)
         }
-        if self.capacity == 0, armed { ring() }
+        if wanted != wantsPatches {
+            patches = wanted ? Array(repeating: Patch(), count: capacity) : []
+        }
+        if capacity == 0, armed { ring() }
     }
 
     /// How many records a ring is made for at first, at most.
     static let firstSlots = 4096
 
-    /// Doubles the ring, up to ``limit``: it is full and a reader asks for more. Called by the
-    /// append of the record of `newest + 1`, whose time and batch are marked already: those
-    /// marks are kept.
+    /// Doubles the ring, up to ``limit`` unless `pastLimit` (a holding claim has not read the
+    /// oldest record): it is full and a reader asks for more.
     @inline(never)
-    private mutating func grow() {
-        let nextTimes = times.filter { $0.version > newest }
-        let nextBatches = batches.filter { $0.lowerBound > newest }
-        reallocate(to: min(limit, capacity &* 2), patches: wantsPatches)
-        times += nextTimes
-        batches += nextBatches
+    private mutating func grow(pastLimit: Bool) {
+        reallocate(to: pastLimit ? max(capacity &* 2, 1) : min(limit, capacity &* 2))
     }
 
-    /// Makes the ring `capacity` records long, keeping the newest of those it has, with their
-    /// patches when `wanted`.
-    private mutating func reallocate(to capacity: Int, patches wanted: Bool) {
-        let kept = records(after: 0, limit: .max).records.suffix(capacity)
-        deallocateRecords()
-        self.capacity = capacity
-        patches = wanted ? Array(repeating: (nil, nil), count: capacity) : []
-        guard capacity > 0 else { return }
-        actions = .allocate(capacity: capacity)
-        sources = .allocate(capacity: capacity)
-        #if REDUXSTORE_INTERNAL_CHECKS
-        // Unused slots read as zeros, which ``_checkInvariants(newest:)`` checks.
-        UnsafeMutableRawPointer(actions!).initializeMemory(
-            as: UInt8.self, repeating: 0, count: capacity * MemoryLayout<any Action>.stride)
-        #endif
-        for record in kept {
-            if record.batch?.lowerBound == record.version { batches.append(record.batch!) }
-            if times.last?.time != record.nanoseconds { times.append((record.version, record.nanoseconds)) }
-            append(record.action, version: record.version, source: record.source)
-            if wanted { attachPatch(record.patch, error: record.patchError) }
+    /// Makes the ring `capacity` records long (0: none). The newest records it has move to the
+    /// new columns, oldest first, as they are (none is copied); those that do not fit are
+    /// destroyed. Their marks and patches stay.
+    private mutating func reallocate(to capacity: Int) {
+        let dropped = max(count &- capacity, 0)
+        for _ in 0..<dropped { destroyOldest() }
+        var actions: UnsafeMutablePointer<any Action>?
+        var sources: UnsafeMutablePointer<DispatchSite>?
+        var patches: [Patch] = []
+        if capacity > 0 {
+            actions = .allocate(capacity: capacity)
+            sources = .allocate(capacity: capacity)
+            #if REDUXSTORE_INTERNAL_CHECKS
+            // Unused slots read as zeros, which ``_checkInvariants(newest:)`` checks.
+            UnsafeMutableRawPointer(actions!).initializeMemory(
+                as: UInt8.self, repeating: 0, count: capacity * MemoryLayout<any Action>.stride)
+            #endif
+            if !self.patches.isEmpty { patches = Array(repeating: Patch(), count: capacity) }
         }
+        if let oldActions = self.actions, let oldSources = self.sources {
+            // From the oldest to the end of the old columns, then from their start. Moved as
+            // bytes: an existential container is bitwise takable (a value that is not is kept
+            // in a box outside it), and a source is trivial. (`moveInitialize` moved each
+            // container through its type's witness: Benchmarks/README.md, "One record".)
+            let first = min(count, self.capacity &- start)
+            func move<T>(_ from: UnsafeMutablePointer<T>, to: UnsafeMutablePointer<T>?) {
+                guard let to else { return }
+                let stride = MemoryLayout<T>.stride
+                UnsafeMutableRawPointer(to).copyMemory(from: from + start, byteCount: first &* stride)
+                UnsafeMutableRawPointer(to + first).copyMemory(from: from, byteCount: (count &- first) &* stride)
+            }
+            move(oldActions, to: actions)
+            move(oldSources, to: sources)
+            for offset in 0..<min(count, patches.count) {
+                swap(&patches[offset], &self.patches[(start &+ offset) % self.capacity])
+            }
+            oldActions.deallocate()
+            oldSources.deallocate()
+        }
+        self.actions = actions
+        self.sources = sources
+        self.patches = patches
+        self.capacity = capacity
+        start = 0
+        if capacity == 0 {
+            times.removeAll()
+            batches.removeAll()
+        }
+    }
+
+    /// Destroys the oldest record and frees its slot; the ring holds one.
+    private mutating func destroyOldest() {
+        let slot = actions.unsafelyUnwrapped + start
+        if ActionContainer.typeIdentity(at: slot) != trivialType { slot.deinitialize(count: 1) }
+        #if REDUXSTORE_INTERNAL_CHECKS
+        UnsafeMutableRawPointer(slot).initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<any Action>.stride)
+        #endif
+        if !patches.isEmpty { patches[start] = Patch() }
+        start = start &+ 1 == capacity ? 0 : start &+ 1
+        count &-= 1
+        if count == 0 { start = 0 }
     }
 
     /// Appends a record, the action made to own what it holds by `keeper` if the store has one
     /// and the source kept (``keep(_:)``); `version` is the one after the newest's (the first,
-    /// any).
+    /// any). Wakes the readers waiting, and paces the journal's (``attend(_:)``).
     @inline(__always)
     mutating func append(_ action: any Action, version: UInt64, source: DispatchSite, keeper: ActionKeeper? = nil) {
+        place(action, source: source, keeper: keeper)
+        newest = version
+        if armed { ring() }
+        if version >= attention { attend(version) }
+    }
+
+    /// Writes the record after the newest into its slot: a free one, one the ring grew for, or
+    /// the oldest's.
+    @inline(__always)
+    private mutating func place(_ action: any Action, source: DispatchSite, keeper: ActionKeeper?) {
         let slot: Int
         if count < capacity {
             slot = (start &+ count) % capacity
             count &+= 1
-        } else if capacity < limit {
-            grow()
+        } else if capacity < limit || held < newest &- UInt64(count) &+ 1 {
+            grow(pastLimit: capacity >= limit)
             slot = (start &+ count) % capacity
             count &+= 1
         } else {
@@ -236,26 +330,23 @@ struct ActionLog {
             if type != trivialType, type != examinedType { learn(slot) }
         }
         (sources + slot).initialize(to: keep(source))
-        newest = version
-        if armed { ring() }
     }
 
     /// Attaches its patch, or why it could not be made, to the newest record; the log wants
     /// patches (``wantsPatches``).
     mutating func attachPatch(_ operations: [JSONPatch.Operation]?, error: String?) {
         guard count > 0, !patches.isEmpty else { return }
-        patches[(start &+ count &- 1) % capacity] = (operations, error)
+        patches[(start &+ count &- 1) % capacity] = Patch(operations: operations, error: error)
     }
 
-    /// How ``append(_:version:source:keeper:)`` wrote an action into its slot.
+    /// How ``place(_:source:keeper:)`` wrote an action into its slot.
     private enum Written { case no, byKeeper, asTrivialBytes }
 
     /// The type of the actions last appended, when it is trivial (no reference, nothing to do
     /// to copy or destroy it) and fits an existential's inline buffer: the identity of its
-    /// metadata, which an `any Action`'s container holds after its three words of buffer. Such
-    /// an action is copied into the ring as its container's bytes, and its slot overwritten
-    /// without destroying it: no call of the type's value witnesses (two a record otherwise).
-    /// 0: none yet.
+    /// metadata (``ActionContainer``). Such an action is copied into the ring as its
+    /// container's bytes, and its slot overwritten without destroying it: no call of the type's
+    /// value witnesses (two a record otherwise). 0: none yet.
     private var trivialType: UInt = 0
     /// The type last examined for that (so a store of other actions examines each one once a run).
     private var examinedType: UInt = 0
@@ -263,13 +354,9 @@ struct ActionLog {
     /// Examines the type of the action in `slot`.
     @inline(never)
     private mutating func learn(_ slot: Int) {
-        func isTrivialInline<T>(_: T.Type) -> Bool {
-            _isPOD(T.self) && MemoryLayout<T>.size <= 3 * MemoryLayout<Int>.size
-                && MemoryLayout<T>.alignment <= MemoryLayout<Int>.alignment
-        }
         let type = type(of: actions![slot])
         examinedType = ActionContainer.identity(of: type)
-        if isTrivialInline(type) { trivialType = examinedType }
+        if _isPOD(type), ActionContainer.fitsInline(type) { trivialType = examinedType }
     }
 
     /// Notes that the records of `batch` (appended from now on) are one batch.
@@ -299,14 +386,10 @@ struct ActionLog {
     }
 
     /// Drops the marks no record needs any more, when there are more of them than records: the
-    /// times before the last at or before the oldest record, the batches that end before it.
+    /// times before the last at or before the oldest record (the last is kept: the next record
+    /// takes it when the clock is not read again), the batches that end before it.
     private mutating func trimMarks() {
         guard times.count + batches.count > 2 * count + 16 else { return }
-        guard count > 0 else {
-            times.removeAll(keepingCapacity: true)
-            batches.removeAll(keepingCapacity: true)
-            return
-        }
         let oldest = newest &- UInt64(count) &+ 1
         if let last = times.lastIndex(where: { $0.version <= oldest }), last > 0 { times.removeFirst(last) }
         batches.removeAll { $0.upperBound < oldest }
@@ -329,6 +412,50 @@ struct ActionLog {
     /// Lets the next record read the clock again.
     mutating func tick() { clockDue = true }
 
+    // MARK: Pacing the journal
+
+    /// The record of `version` (the newest) reached ``attention``: wakes a paced reader now half
+    /// its capacity behind (the journal's writer, which otherwise wakes on its own every few
+    /// milliseconds), and owes a wait for a holding one more than its capacity behind.
+    @inline(never)
+    private mutating func attend(_ version: UInt64) {
+        for claim in claims.values {
+            guard let journal = claim.journal else { continue }
+            let behind = version &- claim.cursor
+            if behind == UInt64(max(claim.capacity / 2, 1)) { journal.wakeWriter() }
+            if claim.holds, behind > UInt64(claim.capacity) { owedWait = JournalWait(journal: journal, version: version) }
+        }
+        attention = nextAttention(after: version)
+    }
+
+    /// The first version after `version` whose record a paced claim must hear of.
+    private func nextAttention(after version: UInt64) -> UInt64 {
+        var next = UInt64.max
+        for claim in claims.values where claim.journal != nil {
+            let half = claim.cursor &+ UInt64(max(claim.capacity / 2, 1))
+            if half > version { next = min(next, half) }
+            if claim.holds { next = min(next, max(claim.cursor &+ UInt64(claim.capacity) &+ 1, version &+ 1)) }
+        }
+        return next
+    }
+
+    /// Recomputes what paces the journal (``held``, ``attention``): a claim opened, closed or read.
+    private mutating func pace() {
+        held = claims.values.filter(\.holds).map(\.cursor).min() ?? .max
+        attention = nextAttention(after: newest)
+    }
+
+    /// The wait the last records put the dispatching thread under, if any, taken: it runs it
+    /// once it released the store's lock.
+    @inline(__always)
+    mutating func takeOwedWait() -> JournalWait? {
+        guard let wait = owedWait else { return nil }
+        owedWait = nil
+        return wait
+    }
+
+    // MARK: Reading
+
     /// The records of versions after `version`, oldest first, at most `limit`, with their
     /// patches when kept and asked for; `dropped` counts the versions after `version` older than
     /// the oldest it returns, which it no longer holds.
@@ -341,80 +468,180 @@ struct ActionLog {
         guard taken > 0 else { return ([], 0) }
         var result: [ChangeRecord] = []
         result.reserveCapacity(taken)
-        var timeIndex = (times.lastIndex { $0.version <= first }) ?? 0
-        var batchIndex = batches.firstIndex { $0.upperBound >= first } ?? batches.count
+        var marks = MarkCursor(from: first, in: self)
         for offset in 0..<taken {
             let recordVersion = first &+ UInt64(offset)
-            let slot = (start + Int(recordVersion &- oldest)) % capacity
-            while timeIndex + 1 < times.count, times[timeIndex + 1].version <= recordVersion { timeIndex += 1 }
-            while batchIndex < batches.count, batches[batchIndex].upperBound < recordVersion { batchIndex += 1 }
-            let batch = batchIndex < batches.count && batches[batchIndex].contains(recordVersion) ? batches[batchIndex] : nil
-            let patch = patches.isEmpty || !withPatches ? (operations: nil, error: nil) : patches[slot]
+            let slot = (start &+ Int(recordVersion &- oldest)) % capacity
+            let (time, batch) = marks.next(recordVersion, in: self)
+            let patch = patches.isEmpty || !withPatches ? Patch() : patches[slot]
             result.append(ChangeRecord(
-                version: recordVersion, action: actions[slot], nanoseconds: times.isEmpty ? 0 : times[timeIndex].time,
-                batchFirst: batch?.lowerBound ?? 0, batchLast: batch?.upperBound ?? 0, patch: patch.operations,
+                version: recordVersion, action: actions[slot], nanoseconds: time, batch: batch, patch: patch.operations,
                 patchError: patch.error, source: sources[slot]))
         }
         return (result, first > version &+ 1 ? first &- version &- 1 : 0)
     }
 
-    /// The records a claim's ``ChangeReader`` has not read, oldest first, at most `limit`: those
-    /// after its cursor, of the newest `capacity` it asked to keep (older ones are dropped, a gap
-    /// in the versions). Moves the cursor past them; empty for an unknown token.
-    mutating func read(_ token: UInt64, limit: Int) -> [ChangeRecord] {
-        guard let claim = claims[token] else { return [] }
-        let after = max(claim.cursor, newest > UInt64(claim.capacity) ? newest &- UInt64(claim.capacity) : 0)
-        let records = self.records(after: after, limit: limit).records
-        if let last = records.last { claims[token]!.cursor = last.version }
-        return records
+    /// The oldest `n` records (the ring holds them), moved out of the ring: no claim needs them
+    /// any more once read, so they are handed over rather than copied and then destroyed.
+    private mutating func takeOldest(_ n: Int) -> [ChangeRecord] {
+        guard n > 0, let actions, let sources else { return [] }
+        var result: [ChangeRecord] = []
+        result.reserveCapacity(n)
+        var version = newest &- UInt64(count) &+ 1
+        var marks = MarkCursor(from: version, in: self)
+        for _ in 0..<n {
+            let (time, batch) = marks.next(version, in: self)
+            var patch = Patch()
+            if !patches.isEmpty { swap(&patch, &patches[start]) }
+            result.append(ChangeRecord(
+                version: version, action: (actions + start).move(), nanoseconds: time, batch: batch,
+                patch: patch.operations, patchError: patch.error, source: sources[start]))
+            #if REDUXSTORE_INTERNAL_CHECKS
+            UnsafeMutableRawPointer(actions + start).initializeMemory(
+                as: UInt8.self, repeating: 0, count: MemoryLayout<any Action>.stride)
+            #endif
+            start = start &+ 1 == capacity ? 0 : start &+ 1
+            count &-= 1
+            version &+= 1
+        }
+        if count == 0 { start = 0 }
+        return result
     }
 
-    /// Hands each sequence reading through a claim its unread records and ends it: the store is
-    /// being freed.
+    /// The newest record, its patch attached (the C face's listeners read it as it is made).
+    /// Mutating only so that it reads the log in place, not a copy of it.
+    mutating func newestRecord() -> ChangeRecord? {
+        guard let actions, let sources, count > 0 else { return nil }
+        let slot = (start &+ count &- 1) % capacity
+        let batch = batches.last.flatMap { $0.contains(newest) ? $0 : nil }
+        let patch = patches.isEmpty ? Patch() : patches[slot]
+        return ChangeRecord(
+            version: newest, action: actions[slot], nanoseconds: times.last { $0.version <= newest }?.time ?? 0,
+            batch: batch, patch: patch.operations, patchError: patch.error, source: sources[slot])
+    }
+
+    /// Walks the time and batch marks along consecutive versions.
+    private struct MarkCursor {
+        var time: Int
+        var batch: Int
+
+        init(from version: UInt64, in log: borrowing ActionLog) {
+            time = (log.times.lastIndex { $0.version <= version }) ?? 0
+            batch = log.batches.firstIndex { $0.upperBound >= version } ?? log.batches.count
+        }
+
+        /// The time and batch of the record of `version`, the one after the last asked for.
+        @inline(__always)
+        mutating func next(_ version: UInt64, in log: borrowing ActionLog) -> (time: Int64, batch: ClosedRange<UInt64>?) {
+            while time &+ 1 < log.times.count, log.times[time &+ 1].version <= version { time &+= 1 }
+            while batch < log.batches.count, log.batches[batch].upperBound < version { batch &+= 1 }
+            let range = batch < log.batches.count && log.batches[batch].contains(version) ? log.batches[batch] : nil
+            return (log.times.isEmpty ? 0 : log.times[time].time, range)
+        }
+    }
+
+    /// Where `claim`, reading from its cursor, reads next: the versions after `after`; `missed`
+    /// of them are no longer kept for it (older than its capacity, unless it holds, or the ring).
+    private func readingPoint(of claim: Claim) -> (after: UInt64, missed: UInt64) {
+        let oldest = newest &- UInt64(count) &+ 1
+        var after = claim.holds ? claim.cursor : max(claim.cursor, newest > UInt64(claim.capacity) ? newest &- UInt64(claim.capacity) : 0)
+        if after &+ 1 < oldest { after = oldest &- 1 }
+        return (after, after > claim.cursor ? after &- claim.cursor : 0)
+    }
+
+    /// The records a claim's reader has not read, oldest first, at most `limit`: those after its
+    /// cursor, of the newest `capacity` it asked to keep; `dropped` counts the versions it missed
+    /// (a gap). Moves the cursor past them and releases what no claim needs any more; empty for
+    /// an unknown token.
+    mutating func read(_ token: UInt64, limit: Int) -> (records: [ChangeRecord], dropped: UInt64) {
+        guard let claim = claims[token] else { return ([], 0) }
+        let (after, missed) = readingPoint(of: claim)
+        let available = newest > after ? Int(min(newest &- after, UInt64(max(limit, 0)))) : 0
+        guard available > 0 || missed > 0 else { return ([], 0) }
+        claims[token]!.cursor = after &+ UInt64(available)
+        if claim.journal != nil { pace() }
+        // What no claim needs once this read is done is moved out; the rest copied.
+        let oldest = newest &- UInt64(count) &+ 1
+        let floor = releaseFloor()
+        let released = after &+ 1 == oldest && floor > oldest ? Int(min(floor &- oldest, UInt64(available))) : 0
+        var records = takeOldest(released)
+        if released < available {
+            records += self.records(after: after &+ UInt64(released), limit: available &- released).records
+        }
+        release()
+        return (records, missed)
+    }
+
+    /// The versions the claim of `token` missed so far and has not been told of by a read.
+    func missed(_ token: UInt64) -> UInt64 {
+        claims[token].map { readingPoint(of: $0).missed } ?? 0
+    }
+
+    /// Releases the oldest records no claim needs any more: every claim that reads from a
+    /// cursor read them (or missed them), and they are older than the newest the other claims
+    /// keep.
+    private mutating func release() {
+        guard count > 0 else { return }
+        let oldest = newest &- UInt64(count) &+ 1
+        let floor = releaseFloor()
+        guard floor > oldest else { return }
+        for _ in 0..<min(Int(floor &- oldest), count) { destroyOldest() }
+    }
+
+    /// The oldest version a claim still needs: every claim that reads from a cursor needs what
+    /// it has not read (of the newest it keeps, unless it holds), the others the newest they keep.
+    private func releaseFloor() -> UInt64 {
+        var floor = newest &+ 1
+        for claim in claims.values {
+            let keeps = newest > UInt64(claim.capacity) ? newest &- UInt64(claim.capacity) &+ 1 : 1
+            let unread = claim.holds ? claim.cursor &+ 1 : max(claim.cursor &+ 1, keeps)
+            floor = min(floor, claim.readsFromCursor ? unread : keeps)
+        }
+        return floor
+    }
+
+    /// Hands each reader that reads from a cursor (a sequence, the journal) its unread records
+    /// and closes its claim: the store is being freed.
     mutating func endReaders() {
         for (token, claim) in claims {
-            guard let reader = claim.reader else { continue }
-            reader.end(handing: read(token, limit: .max))
+            if let reader = claim.reader {
+                reader.end(handing: read(token, limit: .max).records)
+            } else if let journal = claim.journal {
+                handUnread(to: journal)
+            }
         }
     }
 
-    private mutating func deallocateRecords() {
-        guard let actions, let sources else { return }
-        for offset in 0..<count {
-            let slot = actions + (start + offset) % capacity
-            if ActionContainer.typeIdentity(at: slot) != trivialType {
-                slot.deinitialize(count: 1)
-            }
-        }
-        actions.deallocate()
-        sources.deallocate()
-        self.actions = nil
-        self.sources = nil
-        count = 0
-        start = 0
-        times.removeAll()
-        batches.removeAll()
-        patches.removeAll()
+    /// Hands `journal` the records its claim has not read: the journal is being stopped (its
+    /// claim is closed next) and writes them before it ends.
+    mutating func handUnread(to journal: Journal) {
+        let (records, dropped) = read(journal.token, limit: .max)
+        journal.end(handing: records, dropped: dropped)
     }
 
     /// Checks the ring (under REDUXSTORE_INTERNAL_CHECKS, from ``Store/_checkInvariantsLocked()``):
     /// its columns exist exactly while it is on, at most ``capacity`` slots are filled, the oldest
     /// slot is within them, exactly those slots hold an action, the newest version is at most
-    /// the store's, and the marks are in order with a time for the oldest record.
+    /// the store's, no record a holding claim has not read was overwritten, and the marks are in
+    /// order with a time for the oldest record.
     func _checkInvariants(newest version: UInt64) {
         #if REDUXSTORE_INTERNAL_CHECKS
         precondition((actions != nil) == (capacity > 0) && (sources != nil) == (capacity > 0),
                      "ReduxStore: the action log's columns do not match its capacity")
         precondition(armed == !wakes.isEmpty, "ReduxStore: the action log is armed without a wake-up, or the reverse")
-        precondition(count >= 0 && count <= capacity && capacity <= limit
-                     && (start == 0 || (count == capacity && start < capacity)),
+        precondition(count >= 0 && count <= capacity && (capacity == 0 ? start == 0 : start < capacity)
+                     && (capacity <= limit || held != .max),
                      "ReduxStore: the action log's ring is out of bounds")
         checkSlots()
         precondition(patches.isEmpty || (patches.count == capacity && claims.values.contains { $0.patches }),
                      "ReduxStore: the action log's patches do not match its ring or its claims")
+        precondition(held == (claims.values.filter(\.holds).map(\.cursor).min() ?? .max),
+                     "ReduxStore: the action log's held cursor is not its holding claims' lowest")
         guard count > 0 else { return }
         precondition(newest <= version && UInt64(count) <= newest,
                      "ReduxStore: the action log holds a version the store has not reached")
+        precondition(held >= newest || held &+ 1 >= newest &- UInt64(count) &+ 1,
+                     "ReduxStore: the action log overwrote a record a holding claim had not read")
         precondition(zip(times, times.dropFirst()).allSatisfy { $0.version < $1.version }
                      && (times.first.map { $0.version <= newest &- UInt64(count) &+ 1 } ?? false),
                      "ReduxStore: the action log's times are out of order or miss its oldest record")
@@ -424,10 +651,10 @@ struct ActionLog {
     }
 
     #if REDUXSTORE_INTERNAL_CHECKS
-    /// Which slots hold an action: the `count` from `start` on name a type; the rest were never
-    /// written (zeros since allocation: a slot is destroyed only to be written again at once, or
-    /// all of them when the log stops). Every slot of a small ring; of a large one, those at the
-    /// ring's two ends and the first free one (a check per dispatch stays cheap).
+    /// Which slots hold an action: the `count` from `start` on name a type; the rest hold
+    /// zeros (never written since allocation, or zeroed when released; a slot overwritten is
+    /// destroyed only to be written again at once). Every slot of a small ring; of a large one,
+    /// those at the ring's two ends and the first free one (a check per dispatch stays cheap).
     private func checkSlots() {
         guard let actions else { return }
         func check(_ slot: Int) {
@@ -445,17 +672,20 @@ struct ActionLog {
 
     /// Frees the records: the store is being freed.
     mutating func deallocate() {
-        deallocateRecords()
-        capacity = 0
+        reallocate(to: 0)
+        claims = [:]
+        held = .max
+        attention = .max
         wakes = []
         armed = false
     }
 }
 
 extension Store {
-    /// Appends `action`'s record to the action log (``Store/openActionLog(_:ticked:)``), owning what it
-    /// holds as ``makeRecordLocked(_:at:batch:source:patch:patchError:)``'s does. The caller holds
-    /// the lock and has checked that the log is on.
+    /// Appends `action`'s record to the action log, the one record every consumer reads: the
+    /// one place where a C caller's borrowed action and file name become owned (the store's
+    /// ``keeper``, ``DispatchSite/kept()``). The caller holds the lock and has checked that the
+    /// log is on.
     @inline(__always)
     func logLocked(_ action: any Action, at version: UInt64, batch: ClosedRange<UInt64>?, source: DispatchSite) {
         let core = core.unsafe.valuePointer

@@ -23,22 +23,40 @@ extension Store {
     /// milliseconds while actions are applied spares each dispatch the clock, at the ticker's
     /// resolution (Benchmarks/README.md, "The live inspector: both goals met").
     package func openActionLog(_ capacity: Int, ticked: Bool = false) -> UInt64 {
-        withCoreLocked { core, _ in core.pointee.actionLog.open(ActionLog.Claim(capacity: capacity, ticked: ticked)) }
+        withCoreLocked { core, insideReducer in
+            openClaimLocked(ActionLog.Claim(capacity: capacity, ticked: ticked), core: core, insideReducer: insideReducer)
+        }
     }
 
     /// Closes a claim ``openActionLog(_:ticked:)`` opened; the last one closed, the log stops and
     /// frees its records. False for a token that is not an open claim of this store.
     @discardableResult
     package func closeActionLog(_ token: UInt64) -> Bool {
-        withCoreLocked { core, _ in
-            guard core.pointee.actionLog.close(token) else { return false }
-            if let recorder = core.pointee.recorder, recorder.logWantsPatches, !core.pointee.actionLog.wantsPatches {
-                recorder.logWantsPatches = false
-                recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
-                if recorder.isEmpty { core.pointee.recorder = nil }
-            }
-            return true
+        withCoreLocked { core, _ in closeClaimLocked(token, core: core) }
+    }
+
+    /// Opens `claim` on the action log; when it asks for patches, the recorder keeps the state
+    /// for the next one. Returns its token. The lock is held (or this thread is inside a reducer
+    /// or listener).
+    func openClaimLocked(_ claim: ActionLog.Claim, core: UnsafeMutablePointer<StoreCore>, insideReducer: Bool) -> UInt64 {
+        let token = core.pointee.actionLog.open(claim)
+        if claim.patches {
+            recorderKeepingStateLocked(core: core, insideReducer: insideReducer).logWantsPatches = true
         }
+        return token
+    }
+
+    /// Closes the claim of `token`; when no claim asks for patches any more, the recorder stops
+    /// making them (and goes when nothing else is wanted of it). False for an unknown token.
+    /// The lock is held.
+    func closeClaimLocked(_ token: UInt64, core: UnsafeMutablePointer<StoreCore>) -> Bool {
+        guard core.pointee.actionLog.close(token) else { return false }
+        if let recorder = core.pointee.recorder, recorder.logWantsPatches, !core.pointee.actionLog.wantsPatches {
+            recorder.logWantsPatches = false
+            recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
+            if recorder.isEmpty { core.pointee.recorder = nil }
+        }
+        return true
     }
 
     /// Lets the action log's next record read the clock again (``openActionLog(_:ticked:)``).

@@ -18,6 +18,8 @@ package final class ChangeListener: @unchecked Sendable {
     private(set) var isRemoved = false
     /// The first version it hears: the next action's when it was added (set under the lock).
     fileprivate(set) var firstVersion: UInt64 = 0
+    /// Its claim on the action log, whose newest record it is handed (set under the lock).
+    fileprivate var token: UInt64 = 0
 
     package init(
         includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void,
@@ -75,31 +77,18 @@ extension Store {
         let limit = max(limit, 1)
         let reader = withCoreLocked { core, insideReducer in
             // From inside a reducer or listener: after the action in progress.
-            let token = core.pointee.actionLog.open(ActionLog.Claim(
-                capacity: limit, ticked: false, patches: includingPatches,
-                cursor: core.pointee.firstVersion(insideReducer: insideReducer) &- 1))
+            let token = openClaimLocked(
+                ActionLog.Claim(
+                    capacity: limit, ticked: false, patches: includingPatches,
+                    cursor: core.pointee.firstVersion(insideReducer: insideReducer) &- 1),
+                core: core, insideReducer: insideReducer)
             let reader = ChangeReader(
                 token: token, includingPatches: includingPatches, batch: min(limit, 64), core: self.core,
                 close: { [weak self] token in self?.closeActionLog(token) })
             core.pointee.actionLog.attach(reader, to: token)
-            if includingPatches {
-                let recorder = recorderKeepingStateLocked(core: core, insideReducer: insideReducer)
-                recorder.logWantsPatches = true
-            }
             return reader
         }
         return AsyncStream(unfolding: { await reader.next() }, onCancel: { reader.cancel() })
-    }
-
-    /// The change feed's recorder, made if there is none, keeping the state as JSON for the next
-    /// patch (the caller asks for patches). The lock is held.
-    private func recorderKeepingStateLocked(core: UnsafeMutablePointer<StoreCore>, insideReducer: Bool) -> Recorder {
-        let recorder = core.pointee.recorder ?? Recorder()
-        if !recorder.keepsLastValue && (!insideReducer || readableInsideReducer) {
-            recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
-        }
-        core.pointee.recorder = recorder
-        return recorder
     }
 
     /// Adds `listener` to the change feed: it hears every action applied after this returns
@@ -112,9 +101,12 @@ extension Store {
     private func addChangeListenerLocked(
         _ listener: ChangeListener, core: UnsafeMutablePointer<StoreCore>, insideReducer: Bool
     ) {
-        let recorder = listener.includingPatches
-            ? recorderKeepingStateLocked(core: core, insideReducer: insideReducer) : core.pointee.recorder ?? Recorder()
+        // A claim of one record: the listener reads the newest as it is made.
+        listener.token = openClaimLocked(
+            ActionLog.Claim(capacity: 1, ticked: false, patches: listener.includingPatches), core: core,
+            insideReducer: insideReducer)
         listener.firstVersion = core.pointee.firstVersion(insideReducer: insideReducer)
+        let recorder = core.pointee.recorder ?? Recorder()
         recorder.listeners.append(listener)
         core.pointee.recorder = recorder
     }
@@ -130,7 +122,7 @@ extension Store {
             else { return false }
             recorder.listeners.remove(at: index)
             listener.markRemoved()
-            recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
+            _ = closeClaimLocked(listener.token, core: core)
             if recorder.isEmpty { core.pointee.recorder = nil }
             return true
         }
@@ -211,7 +203,7 @@ final class ChangeReader: @unchecked Sendable {
             // reader what the ring kept, under the lock, and rings: a read after it finds no
             // claim and waits for that ring).
             let records = core.withLock { core -> [ChangeRecord] in
-                let records = core.actionLog.read(token, limit: batch)
+                let records = core.actionLog.read(token, limit: batch).records
                 if records.isEmpty { core.actionLog.arm(doorbell.ring) }
                 return records
             }

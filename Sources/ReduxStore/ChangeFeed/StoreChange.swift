@@ -57,10 +57,10 @@ public struct StoreChange: Sendable {
     }
 }
 
-/// One applied action, recorded once under the store's lock by the apply transaction
-/// (``Store/recordLocked(_:at:batch:source:in:)``), for the journal, the C face's listeners and
-/// the patches of observers that asked for them; also made from the action log's ring for its
-/// readers (``Store/changes(includingPatches:bufferingNewest:)``, the live inspectors).
+/// One applied action as a consumer of the change feed reads it: made from the action log's
+/// ring (``ActionLog``), where the apply transaction recorded it once, for the journal, the C
+/// face's listeners, ``Store/changes(includingPatches:bufferingNewest:)`` and the live
+/// inspectors. Only the log makes one, so every record owns what it holds.
 @usableFromInline
 package struct ChangeRecord: @unchecked Sendable {
     // @unchecked: `action` is Sendable and owns what it holds (a C action's payload is a copy
@@ -86,15 +86,17 @@ package struct ChangeRecord: @unchecked Sendable {
     @usableFromInline let batchFirst: UInt64
     @usableFromInline let batchLast: UInt64
 
+    /// Made by the action log only (``ActionLog``), whose record owns what it holds.
+    @inline(__always)
     init(
-        version: UInt64, action: any Action, nanoseconds: Int64, batchFirst: UInt64, batchLast: UInt64,
+        version: UInt64, action: consuming any Action, nanoseconds: Int64, batch: ClosedRange<UInt64>?,
         patch: [JSONPatch.Operation]?, patchError: String?, source: DispatchSite
     ) {
         self.version = version
         self.action = action
         self.nanoseconds = nanoseconds
-        self.batchFirst = batchFirst
-        self.batchLast = batchLast
+        batchFirst = batch?.lowerBound ?? 0
+        batchLast = batch?.upperBound ?? 0
         self.patch = patch
         self.patchError = patchError
         self.source = source.kept()
@@ -103,23 +105,9 @@ package struct ChangeRecord: @unchecked Sendable {
     package let patch: [JSONPatch.Operation]?
     /// Why the patch could not be made, when a consumer asked for it.
     let patchError: String?
-    /// Where the action was dispatched from; its bytes live as long as the program (both
-    /// initializers keep a borrowed site: ``DispatchSite/kept()``).
+    /// Where the action was dispatched from; its bytes live as long as the program (the
+    /// initializer keeps a borrowed site: ``DispatchSite/kept()``).
     package let source: DispatchSite
-
-    init(
-        version: UInt64, action: any Action, time: timespec, batch: ClosedRange<UInt64>?,
-        patch: [JSONPatch.Operation]?, patchError: String?, source: DispatchSite
-    ) {
-        self.version = version
-        self.action = action
-        nanoseconds = Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
-        batchFirst = batch?.lowerBound ?? 0
-        batchLast = batch?.upperBound ?? 0
-        self.patch = patch
-        self.patchError = patchError
-        self.source = source.kept()
-    }
 
     /// The public ``SourceLocation`` of ``source``.
     package var sourceLocation: SourceLocation? { source.location }

@@ -5,13 +5,14 @@ import Glibc
 
 /// How a store's journal records (``Store/startJournal(at:options:)``).
 public struct JournalOptions: Sendable {
-    /// What a dispatch does when the journal's queue is full.
+    /// What a dispatch does when the journal's queue is full: ``queueCapacity`` entries wait for
+    /// the writer.
     public enum Overflow: Sendable, Equatable {
         /// The dispatching thread waits (after releasing the store's lock) until the writer has
         /// room: nothing is lost, and dispatch slows to the disk's pace.
         case block
-        /// The entry is dropped and counted (``Store/journalDroppedEntries``): dispatch never
-        /// waits, and the journal has a gap, which replay reports.
+        /// The oldest entry waiting is dropped and counted (``Store/journalDroppedEntries``):
+        /// dispatch never waits, and the journal has a gap, which replay reports.
         case drop
     }
 
@@ -35,44 +36,50 @@ public struct JournalOptions: Sendable {
     public init() {}
 }
 
+/// A dispatcher's wait for a journal that blocks and is more than its capacity behind, run after
+/// it released the store's lock (``ActionLog/takeOwedWait()``).
+struct JournalWait {
+    let journal: Journal
+    let version: UInt64
+    func run() { journal.waitForRoom(through: version) }
+}
+
 /// An action that can say what to record for it, beyond what the journal knows how to encode
 /// (``JSONAction``'s payload, an `Encodable` action's properties): the C face's actions.
 package protocol JournalRecordable: Action {
-    /// A copy of the action that owns what it holds, to keep past the dispatch.
-    func ownedForJournal() -> any Action
     /// The payload as a json-c tree (borrowed from the action), or NULL for none.
     var journalPayload: OpaquePointer? { get }
 }
 
-/// A running journal: a bounded queue the dispatch path appends to under the store's lock, and a
-/// thread that writes the entries as JSON Lines and rotates the files.
+/// A running journal: a claim on the store's action log (``ActionLog``), the one record of each
+/// applied action, and a thread that reads the records it has not read, writes them as JSON Lines
+/// and rotates the files.
 ///
-/// Two locks, each for its own fields: the queue (``Queue``) is guarded by the store's lock,
-/// which a dispatch holds anyway, so appending takes no lock of its own; the writer takes the
-/// store's lock only to swap the queue for an empty one, every ``writerInterval`` milliseconds
-/// or when woken. What waiters wait for (the writer's progress, its stop) is behind the
-/// journal's own lock, `state`, and its condition. The writer never holds both.
+/// Two locks, each for its own fields: the claim and ``dropped`` are guarded by the store's
+/// lock, which a dispatch holds anyway, so recording takes no lock of the journal's; the writer
+/// takes the store's lock only to read the records after its claim's cursor, every
+/// ``writerInterval`` milliseconds or when woken (the log wakes it when it is half its capacity
+/// behind). What waiters wait for (the writer's progress, its stop) and the records handed to
+/// it when its claim closes are behind the journal's own lock, `state`, and its condition. The
+/// writer never holds both.
 ///
 /// What is in the file is whole and in order, always: one journal at a time holds a file (an
 /// exclusive `flock`, so a second journal on it, in this process or another, is refused); a
 /// write that fails is cut back off the file, and the journal then writes nothing more: it
 /// counts what it could not write and reports it (``takeProblem()``) until it is stopped.
 final class Journal: @unchecked Sendable {
-    // @unchecked: `queue` is touched only under the store's lock; `state`'s value only under
-    // its lock; `file`, `size` and the buffers by the writer thread only (and by ``start()``
-    // before the thread exists).
+    // @unchecked: `token` and `dropped` are touched only under the store's lock; `state`'s
+    // value only under its lock; `file`, `size` and the buffers by the writer thread only (and
+    // by ``start()`` before the thread exists).
     let path: String
     let options: JournalOptions
 
-    /// What the dispatch path changes, under the store's lock.
-    struct Queue {
-        var pending: [ChangeRecord] = []
-        var dropped = 0
-        /// The highest version appended.
-        var appended: UInt64 = 0
-    }
-    /// Under the store's lock.
-    @exclusivity(unchecked) private var queue = Queue()
+    /// The journal's claim on the action log (``Store/attachJournalLocked(_:)``); under the
+    /// store's lock.
+    private(set) var token: UInt64 = 0
+    /// The entries the journal missed (``JournalOptions/Overflow/drop``: the log overwrote them
+    /// before the writer read them), as its reads were told; under the store's lock.
+    private(set) var dropped: UInt64 = 0
     /// The store's lock, while the writer runs: `nil` once it stopped (the store holds the
     /// journal; this must not keep the store's core alive past that).
     private var storeLock: Locked<StoreCore>?
@@ -90,10 +97,13 @@ final class Journal: @unchecked Sendable {
     private struct Shared {
         var stopping = false
         var stopped = false
-        /// Set by a dispatch that found the queue half full, or by ``flush(through:)``: the
-        /// writer then does not wait for its interval.
+        /// Set by the log when the writer is half its capacity behind, or by ``flush(through:)``:
+        /// the writer then does not wait for its interval.
         var wake = false
-        /// The highest version the writer has taken from the queue.
+        /// The records the journal had not read when its claim closed (``end(handing:dropped:)``),
+        /// for the writer to write last.
+        var handed: [ChangeRecord]?
+        /// The highest version the writer has read from the log.
         var taken: UInt64 = 0
         /// The highest version the writer has dealt with: written, or counted in `unwritten`.
         var written: UInt64 = 0
@@ -111,22 +121,21 @@ final class Journal: @unchecked Sendable {
     private var openedSize = 0
     private var linesInFile = 0
     /// The writer thread's: the line formatter and the ends of the lines it formatted, kept
-    /// between batches with their buffers; and the emptied queue it gives back.
+    /// between batches with their buffers.
     @exclusivity(unchecked) private var formatter = JournalLineFormatter()
     @exclusivity(unchecked) private var lineEnds: [Int] = []
     /// The writer thread's: the lines of a batch as written, padded to keep each in a page.
     @exclusivity(unchecked) private var staged = ByteBuffer()
     @exclusivity(unchecked) private var stagedEnds: [Int] = []
-    @exclusivity(unchecked) private var spare: [ChangeRecord] = []
 
     /// The longest line the journal writes (its newline not counted): the longest JSON text the
     /// journal's reader parses (``StoreLimits/maximumJSONTextSize``). An entry whose line would
     /// be longer is written without its payload and patch, saying so (`"payloadError"`).
     static let maximumLineSize = StoreLimits.maximumJSONTextSize
 
-    /// A journal for the actions of the store whose lock is `storeLock` (the one the dispatch
-    /// path holds when it calls ``append(version:action:time:batch:patch:patchError:)``). It
-    /// queues what is appended; ``start()`` opens the file and starts the writer.
+    /// A journal for the actions of the store whose lock is `storeLock`, under which it reads
+    /// the store's action log once attached (``Store/attachJournalLocked(_:)``); ``start()``
+    /// opens the file and starts the writer.
     init(path: String, options: JournalOptions, storeLock: Locked<StoreCore>) throws(StoreError) {
         guard options.maximumFileSize > 0, options.maximumFiles >= 0, options.queueCapacity > 0 else {
             throw StoreError(
@@ -139,10 +148,6 @@ final class Journal: @unchecked Sendable {
         self.path = path
         self.options = options
         self.storeLock = storeLock
-        // Room for the entries of a writer's interval at a moderate pace, so the queue does not
-        // grow (a copy of every entry, under the store's lock) in the usual case.
-        queue.pending.reserveCapacity(min(options.queueCapacity, 1_024))
-        spare.reserveCapacity(min(options.queueCapacity, 1_024))
     }
 
     /// Opens the file and starts the writer. On failure the journal is stopped (a dispatcher
@@ -173,51 +178,44 @@ final class Journal: @unchecked Sendable {
         pthread_detach(thread)
     }
 
-    // MARK: The dispatch side (under the store's lock)
+    // MARK: The store's side (under the store's lock)
 
-    /// Appends the record of an applied action; the caller holds the store's lock. Returns
-    /// whether the dispatcher must wait for the writer once it released the store's lock
-    /// (``JournalOptions/Overflow/block`` and a full queue).
-    ///
-    /// It wakes the writer only when the queue reaches half its capacity: otherwise the writer
-    /// wakes on its own every ``writerInterval`` milliseconds, so a dispatch makes no system call
-    /// (a wake-up per entry cost more than the rest of the journal's work on the dispatch path).
-    @inline(__always)
-    func append(_ record: consuming ChangeRecord) -> Bool {
-        let count = queue.pending.count
-        if count >= options.queueCapacity && options.overflow == .drop {
-            queue.dropped += 1
-            return false
+    /// The claim on the action log the journal reads through, opened at `version`: the writer
+    /// has dealt with everything before. The caller holds the store's lock.
+    func attached(as token: UInt64, at version: UInt64) {
+        self.token = token
+        state.withLock { shared in
+            shared.taken = version
+            shared.written = version
         }
-        let version = record.version
-        // Moved, not copied: a copy of a record would be paid by every dispatch
-        // (Benchmarks/README.md, "What inspection costs").
-        queue.pending.append(consume record)
-        queue.appended = version
-        _checkQueueInvariantsLocked()
-        if count + 1 == max(options.queueCapacity / 2, 1) { wakeWriter() }
-        return count + 1 > options.queueCapacity
     }
 
-    /// The entries dropped so far; the caller holds the store's lock.
-    var droppedEntriesLocked: Int { queue.dropped }
-    /// The highest version appended so far; the caller holds the store's lock.
-    var appendedLocked: UInt64 { queue.appended }
+    /// The journal's claim closed, `records` the ones it had not read and `dropped` the versions
+    /// it missed before them: the writer writes them last. The caller holds the store's lock.
+    func end(handing records: [ChangeRecord], dropped: UInt64) {
+        self.dropped &+= dropped
+        state.withLock { shared in
+            shared.handed = records
+            shared.wake = true
+            state.broadcast()
+        }
+    }
 
-    @inline(never)
-    private func wakeWriter() {
+    /// Wakes the writer before its interval ends: the log holds half the journal's capacity of
+    /// records it has not read. Under the store's lock: it only signals.
+    func wakeWriter() {
         state.withLock { shared in
             shared.wake = true
             state.broadcast()
         }
     }
 
-    /// How long the writer sleeps when it finds the queue empty: the longest an entry waits to
-    /// be written while the queue is less than half full.
+    /// How long the writer sleeps when it found nothing to read: the longest an entry waits to
+    /// be written while the journal is less than half its capacity behind.
     static let writerInterval = 10
 
-    /// Waits until the writer has taken the entry of `version` from the queue (or the journal
-    /// stopped): the queue is then back within its capacity. The caller holds no store lock.
+    /// Waits until the writer has read the entry of `version` (or the journal stopped): it is
+    /// then back within its capacity. The caller holds no store lock.
     func waitForRoom(through version: UInt64) {
         state.unsafe.lock()
         state.unsafe.valuePointer.pointee.wake = true
@@ -281,9 +279,9 @@ final class Journal: @unchecked Sendable {
         return "\(entries) (\(versions))"
     }
 
-    /// Writes everything queued, stops the writer and closes the file, and reports what is not
-    /// in the file as recorded (``takeProblem()``). Idempotent. The caller holds no store lock;
-    /// no dispatch appends to this journal any more (the store dropped it, or is going away).
+    /// Writes everything it read or was handed, stops the writer and closes the file, and reports
+    /// what is not in the file as recorded (``takeProblem()``). Idempotent. The caller holds no
+    /// store lock; the journal's claim is closed (the store dropped it, or is going away).
     @discardableResult
     func stop() -> StoreError? {
         state.unsafe.lock()
@@ -311,12 +309,16 @@ final class Journal: @unchecked Sendable {
                 shared.wake = false
                 return shared.stopping
             }
-            // The emptied queue of the last batch goes in: its storage is reused. Moved out of
-            // `spare`, not copied: a second reference to it would make the dispatcher's first
-            // append copy the whole array (copy on write), and then grow it again entry by entry.
-            var batch: [ChangeRecord] = []
-            swap(&batch, &spare)
-            storeLock!.withLockHeld { swap(&batch, &queue.pending) }
+            // What the claim has not read, then what was handed when it closed (after any read:
+            // the handing reads the rest under the same lock).
+            var batch = storeLock!.withLock { core in
+                let (records, dropped) = core.actionLog.read(token, limit: .max)
+                self.dropped &+= dropped
+                return records
+            }
+            if let handed = state.withLock({ shared in defer { shared.handed = nil }; return shared.handed }) {
+                if batch.isEmpty { batch = handed } else { batch += handed }  // moved when it can be
+            }
             if let last = batch.last?.version {
                 state.withLock { shared in
                     shared.taken = last
@@ -324,10 +326,7 @@ final class Journal: @unchecked Sendable {
                 }
                 write(batch)
             }
-            let done = stopping && batch.isEmpty
-            batch.removeAll(keepingCapacity: true)
-            spare = batch
-            if done { break }
+            if stopping && batch.isEmpty { break }
         }
         closeFile()
         markStopped()
@@ -449,32 +448,13 @@ final class Journal: @unchecked Sendable {
 
     // MARK: Invariants (REDUXSTORE_INTERNAL_CHECKS: debug builds, the tests)
 
-    /// What holds of the queue between appends; the caller holds the store's lock. The entries
-    /// wait in version order, the last one the highest version appended, and the queue exceeds
-    /// its capacity only by the entries of dispatchers that wait for room (``Overflow/block``),
-    /// at most one per thread.
-    @inline(__always)
-    private func _checkQueueInvariantsLocked() {
-        #if REDUXSTORE_INTERNAL_CHECKS
-        let pending = queue.pending
-        precondition(pending.last.map { $0.version == queue.appended } ?? true,
-                     "ReduxStore journal: the last queued entry is not the last version appended")
-        if pending.count >= 2 {
-            precondition(pending[pending.count - 2].version < pending[pending.count - 1].version,
-                         "ReduxStore journal: queued entries out of version order")
-        }
-        precondition(options.overflow == .block || pending.count <= options.queueCapacity,
-                     "ReduxStore journal: a dropping queue grew past its capacity")
-        #endif
-    }
-
     /// What holds on the writer thread after a batch: the writer dealt with no more than it
     /// took, and its idea of the file's size is the file's (no other writer: the file's lock),
     /// which is within ``JournalOptions/maximumFileSize`` unless it holds one longer line.
     private func _checkWriterInvariants() {
         #if REDUXSTORE_INTERNAL_CHECKS
         let (taken, written, broken) = state.withLock { ($0.taken, $0.written, $0.unwritten != nil) }
-        precondition(written <= taken, "ReduxStore journal: more written than taken from the queue")
+        precondition(written <= taken, "ReduxStore journal: more written than read from the log")
         guard file >= 0, !broken else { return }
         var info = stat()
         precondition(fstat(file, &info) == 0 && Int(info.st_size) == size,

@@ -19,8 +19,10 @@ extension Store {
     /// With ``JournalOptions/recordPatches`` each line also carries `"patch":[…]`, the action's
     /// RFC 6902 patch.
     ///
-    /// The dispatch path only appends the entry to a bounded queue (under the store's lock); a
-    /// thread of the journal's own formats and writes the lines (no line crosses a page of the
+    /// The dispatch path only records the action in the store's action log, the record every
+    /// consumer of the change feed reads (under the store's lock); the journal reads it through a
+    /// claim of ``JournalOptions/queueCapacity`` entries, and a thread of its own formats and
+    /// writes the lines (no line crosses a page of the
     /// file, and Linux cuts a write short only between pages, so a crash, SIGKILL included,
     /// never leaves half a line of at most 4 KiB), and rotates the file by size (padding
     /// counted: a file is larger than ``JournalOptions/maximumFileSize`` only when one line is).
@@ -59,13 +61,15 @@ extension Store {
         // The new journal takes the entries from now on; the running one writes what it had and
         // lets its file go before the new one opens its own (which may be the same file).
         let previous = withCoreLocked { core, _ -> Journal? in
-            let recorder = core.pointee.recorder ?? Recorder()
-            let previous = recorder.journal
-            recorder.journal = journal
-            if options.recordPatches && recorder.lastValue == nil {
-                recorder.rememberState(stateAsJSONLocked(), at: core.pointee.version)
-            }
-            core.pointee.recorder = recorder
+            let previous = detachJournalLocked(core: core) { _ in true }
+            let version = core.pointee.version
+            let token = openClaimLocked(
+                ActionLog.Claim(
+                    capacity: options.queueCapacity, ticked: false, patches: options.recordPatches, cursor: version,
+                    journal: journal, holds: options.overflow == .block),
+                core: core, insideReducer: false)
+            journal.attached(as: token, at: version)
+            core.pointee.journal = journal
             return previous
         }
         previous?.stop()
@@ -104,15 +108,17 @@ extension Store {
     /// Takes the running journal out of the store if `which` says so; returns it (not stopped)
     /// and whether the caller is inside a reducer.
     private func detachJournal(_ which: (Journal) -> Bool) -> (journal: Journal?, insideReducer: Bool) {
-        withCoreLocked { core, insideReducer -> (Journal?, Bool) in
-            guard let recorder = core.pointee.recorder, let journal = recorder.journal, which(journal) else {
-                return (nil, insideReducer)
-            }
-            recorder.journal = nil
-            recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
-            if recorder.isEmpty { core.pointee.recorder = nil }
-            return (journal, insideReducer)
-        }
+        withCoreLocked { core, insideReducer in (detachJournalLocked(core: core, which), insideReducer) }
+    }
+
+    /// ``detachJournal(_:)`` with the lock held: the journal is handed the records it has not
+    /// read, and its claim closed.
+    private func detachJournalLocked(core: UnsafeMutablePointer<StoreCore>, _ which: (Journal) -> Bool) -> Journal? {
+        guard let journal = core.pointee.journal, which(journal) else { return nil }
+        core.pointee.journal = nil
+        core.pointee.actionLog.handUnread(to: journal)
+        _ = closeClaimLocked(journal.token, core: core)
+        return journal
     }
 
     /// Waits until every entry recorded so far is written to the journal file (handed to the
@@ -132,8 +138,8 @@ extension Store {
     ///   last call (each line says why; thrown once).
     public func flushJournal() throws(StoreError) {
         let target = withCoreLocked { core, insideReducer -> (Journal, UInt64)? in
-            guard !insideReducer, let journal = core.pointee.recorder?.journal else { return nil }
-            return (journal, journal.appendedLocked)
+            guard !insideReducer, let journal = core.pointee.journal else { return nil }
+            return (journal, core.pointee.version)
         }
         if let (journal, version) = target, let problem = journal.flush(through: version) { throw problem }
     }
@@ -141,17 +147,14 @@ extension Store {
     /// Entries the running journal dropped because its queue was full
     /// (``JournalOptions/Overflow/drop``); 0 when no journal runs.
     public var journalDroppedEntries: Int {
-        withCoreLocked { core, _ in core.pointee.recorder?.journal?.droppedEntriesLocked } ?? 0
+        withCoreLocked { core, _ in
+            core.pointee.journal.map { Int($0.dropped &+ core.pointee.actionLog.missed($0.token)) }
+        } ?? 0
     }
 
     /// The failure that stopped the running journal's writes (a full disk, say), naming the
     /// versions not written so far, if one did; `nil` when no journal runs.
     public var journalError: StoreError? {
-        withCoreLocked { core, _ in core.pointee.recorder?.journal }?.failure
-    }
-
-    /// Stops the journal when the store goes away (from deinit).
-    func stopJournalAtDeinit() {
-        core.unsafe.valuePointer.pointee.recorder?.journal?.stop()
+        withCoreLocked { core, _ in core.pointee.journal }?.failure
     }
 }

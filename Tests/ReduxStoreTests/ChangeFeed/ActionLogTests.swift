@@ -1,5 +1,6 @@
 import Foundation
 import ReduxStore
+import ReduxStoreTestSupport
 import Synchronization
 import Testing
 
@@ -170,5 +171,62 @@ extension ActionLogTests {
             #expect(aliveReferences.withLock { $0 } - before == 2)
         }
         #expect(aliveReferences.withLock { $0 } == before, "the store freed, its log lets its actions go")
+    }
+}
+
+/// Counts the values alive of one test's ``Counted`` actions (tests run in parallel: each has
+/// its own count).
+private final class Alive: Sendable {
+    private let count = Mutex(0)
+    var now: Int { count.withLock { $0 } }
+    func change(by delta: Int) { count.withLock { $0 += delta } }
+}
+private final class Token: Sendable {
+    let alive: Alive
+    init(_ alive: Alive) { self.alive = alive; alive.change(by: 1) }
+    deinit { alive.change(by: -1) }
+}
+/// An action holding a reference counted in `alive`.
+private struct Counted: Action { var identifier: String { "counter.counted" }; let token: Token }
+
+extension ActionLogTests {
+    @Test("a reader from its own place lets go of what it read, though its claim would keep more")
+    func readRecordsAreLetGo() async {
+        let alive = Alive()
+        let store = Store(reducers: [add], state: Counter())
+        let feed = store.changes(bufferingNewest: 100)
+        for _ in 0..<10 { store.dispatchAction(Counted(token: Token(alive))) }
+        #expect(alive.now == 10, "kept until read")
+        var read: [UInt64] = []
+        for await change in feed {
+            read.append(change.version)
+            if read.count == 10 { break }
+        }
+        #expect(read == Array(1...10))
+        #expect(alive.now == 0, "memory follows the reader's backlog")
+        // An inspector's claim keeps the newest it asked for, read or not.
+        let claim = store.openActionLog(3)
+        for _ in 0..<5 { store.dispatchAction(Counted(token: Token(alive))) }
+        #expect(store.readActionLog(after: 0)?.records.map(\.version).suffix(3) == [13, 14, 15])
+        #expect(alive.now == 5, "the sequence has not read them")
+        store.closeActionLog(claim)
+        withExtendedLifetime(feed) {}
+    }
+
+    @Test("the journal reads the one record and lets each action go once it took it")
+    func journalReadsTheLog() throws {
+        let alive = Alive()
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [add], state: Counter())
+        try store.startJournal(at: path)
+        for index in 0..<10 {
+            if index % 2 == 0 { store.dispatchAction(Counted(token: Token(alive))) } else { store.dispatchAction(Add(amount: index)) }
+        }
+        try store.flushJournal()
+        #expect(alive.now == 0)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 10)
+        #expect(lines[0].contains("\"identifier\":\"counter.counted\"") && lines[1].contains("\"amount\":1"))
+        store.stopJournal()
     }
 }
