@@ -141,8 +141,8 @@ package struct DispatchSite: Sendable {
 
     /// This site, with bytes that live as long as the program: a borrowed C name is copied once
     /// per distinct name (``KeptNames/files``); any other site is itself. The one way a borrowed
-    /// site is kept: the records that outlive a dispatch (``ChangeRecord``, a queued action, the
-    /// action log's column) take their site through it.
+    /// site is kept: what outlives a dispatch (a queued action, the action log's column, whose
+    /// records every consumer reads) takes its site through it.
     func kept() -> DispatchSite {
         guard borrowed, let file else { return self }
         guard let name = KeptNames.files.intern(UnsafeRawBufferPointer(start: file, count: count)) else {

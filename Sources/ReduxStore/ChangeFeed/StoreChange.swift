@@ -99,14 +99,15 @@ package struct ChangeRecord: @unchecked Sendable {
         batchLast = batch?.upperBound ?? 0
         self.patch = patch
         self.patchError = patchError
-        self.source = source.kept()
+        assert(!source.borrowed, "ReduxStore: the action log keeps every source it records")
+        self.source = source
     }
     /// The action's patch, when a consumer asked for patches and it could be made.
     package let patch: [JSONPatch.Operation]?
     /// Why the patch could not be made, when a consumer asked for it.
     let patchError: String?
-    /// Where the action was dispatched from; its bytes live as long as the program (the
-    /// initializer keeps a borrowed site: ``DispatchSite/kept()``).
+    /// Where the action was dispatched from; its bytes live as long as the program (the action
+    /// log kept it when it recorded the action: ``DispatchSite/kept()``).
     package let source: DispatchSite
 
     /// The public ``SourceLocation`` of ``source``.
