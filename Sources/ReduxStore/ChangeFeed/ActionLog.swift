@@ -231,19 +231,12 @@ struct ActionLog {
             if !self.patches.isEmpty { patches = Array(repeating: Patch(), count: capacity) }
         }
         if let oldActions = self.actions, let oldSources = self.sources {
-            // From the oldest to the end of the old columns, then from their start. Moved as
-            // bytes: an existential container is bitwise takable (a value that is not is kept
-            // in a box outside it), and a source is trivial. (`moveInitialize` moved each
-            // container through its type's witness: Benchmarks/README.md, "One record".)
+            // From the oldest to the end of the old columns, then from their start.
             let first = min(count, self.capacity &- start)
-            func move<T>(_ from: UnsafeMutablePointer<T>, to: UnsafeMutablePointer<T>?) {
-                guard let to else { return }
-                let stride = MemoryLayout<T>.stride
-                UnsafeMutableRawPointer(to).copyMemory(from: from + start, byteCount: first &* stride)
-                UnsafeMutableRawPointer(to + first).copyMemory(from: from, byteCount: (count &- first) &* stride)
-            }
-            move(oldActions, to: actions)
-            move(oldSources, to: sources)
+            actions?.moveInitialize(from: oldActions + start, count: first)
+            (actions.map { $0 + first })?.moveInitialize(from: oldActions, count: count &- first)
+            sources?.moveInitialize(from: oldSources + start, count: first)
+            (sources.map { $0 + first })?.moveInitialize(from: oldSources, count: count &- first)
             for offset in 0..<min(count, patches.count) {
                 swap(&patches[offset], &self.patches[(start &+ offset) % self.capacity])
             }
