@@ -74,8 +74,8 @@ final class Journal: @unchecked Sendable {
     let path: String
     let options: JournalOptions
 
-    /// The journal's claim on the action log (``Store/attachJournalLocked(_:)``); under the
-    /// store's lock.
+    /// The journal's claim on the action log (``attached(as:at:)``, by
+    /// ``Store/startJournal(at:options:)``); under the store's lock.
     private(set) var token: UInt64 = 0
     /// The entries the journal missed (``JournalOptions/Overflow/drop``: the log overwrote them
     /// before the writer read them), as its reads were told; under the store's lock.
@@ -134,8 +134,8 @@ final class Journal: @unchecked Sendable {
     static let maximumLineSize = StoreLimits.maximumJSONTextSize
 
     /// A journal for the actions of the store whose lock is `storeLock`, under which it reads
-    /// the store's action log once attached (``Store/attachJournalLocked(_:)``); ``start()``
-    /// opens the file and starts the writer.
+    /// the store's action log once attached (``attached(as:at:)``, by
+    /// ``Store/startJournal(at:options:)``); ``start()`` opens the file and starts the writer.
     init(path: String, options: JournalOptions, storeLock: Locked<StoreCore>) throws(StoreError) {
         guard options.maximumFileSize > 0, options.maximumFiles >= 0, options.queueCapacity > 0 else {
             throw StoreError(
