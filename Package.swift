@@ -216,6 +216,8 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
             dependencies: [
                 "ReduxStore", "CJSONC",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -239,6 +241,7 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
             dependencies: [
                 "ReduxStorePostgres", "ReduxStore", "ReduxStoreTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOPosix
 import NIOSSL
 import PostgresNIO
 import Synchronization
@@ -7,24 +8,21 @@ import Synchronization
 /// Opening connections to a stream's server, and saying in words what went wrong with one —
 /// never with the password.
 enum StreamConnection {
-    /// Connects to the stream's server.
+    /// Connects to the stream's server: a channel of its own, with a ``ReadCompleteGuard`` first
+    /// in its pipeline, handed to postgres-nio.
     static func connect(_ stream: PostgresStream, logger: Logger) async throws(ReplicationError) -> PostgresConnection {
-        let configuration: PostgresConnection.Configuration
+        let tls: PostgresConnection.Configuration.TLS
         do {
-            configuration = try makeConfiguration(stream)
+            tls = try makeTLS(stream)
         } catch {
             throw ReplicationError(.invalidArgument, stream: stream.stream, "TLS could not be set up: \(error)")
         }
-        // The whole of it within a bound: postgres-nio's connectTimeout covers the TCP connect
-        // only, and a server that ends the session during its start-up may leave it waiting.
+        // The whole of it within a bound: the TCP connect has its own, and a server that ends the
+        // session during its start-up may leave the rest waiting.
         let made: PostgresConnection?
         do {
             made = try await withThrowingTaskGroup(of: PostgresConnection?.self) { group in
-                group.addTask {
-                    try await PostgresConnection.connect(
-                        configuration: configuration, id: connectionIDs.wrappingAdd(1, ordering: .relaxed).oldValue,
-                        logger: logger)
-                }
+                group.addTask { try await connectChannel(stream, tls: tls, logger: logger) }
                 group.addTask {
                     try? await Task.sleep(for: connectTimeout)
                     return nil
@@ -45,6 +43,47 @@ enum StreamConnection {
                 "PostgreSQL at \(stream.serverDescription) did not complete the connection within \(connectTimeout)")
         }
         return made
+    }
+
+    /// Opens the socket (TCP or the server's Unix socket), then the session over it.
+    private static func connectChannel(
+        _ stream: PostgresStream, tls: PostgresConnection.Configuration.TLS, logger: Logger
+    ) async throws -> PostgresConnection {
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(.seconds(10))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ReadCompleteGuard(), position: .first)
+                }
+            }
+        let channel = stream.host.hasPrefix("/")
+            ? try await bootstrap.connect(unixDomainSocketPath: stream.host + "/.s.PGSQL.\(stream.port)").get()
+            : try await bootstrap.connect(host: stream.host, port: stream.port).get()
+        var configuration = PostgresConnection.Configuration(
+            establishedChannel: channel, tls: tls, username: stream.user, password: stream.password,
+            database: stream.database)
+        // The name the certificate is checked against (and sent as SNI), as postgres-nio sets it
+        // for a host it connects to itself: none for an IP address.
+        if !stream.host.hasPrefix("/"), (try? SocketAddress(ipAddress: stream.host, port: 0)) == nil {
+            configuration.options.tlsServerName = stream.host
+        }
+        // The server bounds every session too: a statement waits at most `lockTimeout` for a
+        // lock and runs at most `statementTimeout` (so a statement whose client gave up does not
+        // run on), and a session idle inside a transaction (its client stopped) is ended.
+        configuration.options.additionalStartupParameters = [
+            ("lock_timeout", "\(Int(lockTimeout.seconds * 1000))ms"),
+            ("statement_timeout", "\(Int(statementTimeout.seconds * 1000))ms"),
+            ("idle_in_transaction_session_timeout", "\(Int(idleInTransactionTimeout.seconds * 1000))ms"),
+        ]
+        do {
+            return try await PostgresConnection.connect(
+                on: channel.eventLoop, configuration: configuration,
+                id: connectionIDs.wrappingAdd(1, ordering: .relaxed).oldValue, logger: logger
+            ).get()
+        } catch {
+            try? await channel.close()
+            throw error
+        }
     }
 
     /// How long one statement may take before its connection counts as lost.
@@ -68,44 +107,26 @@ enum StreamConnection {
     /// Connection ids, for postgres-nio's logs.
     private static let connectionIDs = Atomic<Int>(0)
 
-    private static func makeConfiguration(_ stream: PostgresStream) throws -> PostgresConnection.Configuration {
-        var configuration: PostgresConnection.Configuration
-        if stream.host.hasPrefix("/") {
-            configuration = .init(
-                unixSocketPath: stream.host + "/.s.PGSQL.\(stream.port)", username: stream.user,
-                password: stream.password, database: stream.database)
-        } else {
-            let tls: PostgresConnection.Configuration.TLS
-            switch stream.tls {
-            case .disable:
-                tls = .disable
-            case .prefer, .require:
-                // libpq's prefer and require: encrypted, the certificate not checked.
-                var settings = TLSConfiguration.makeClientConfiguration()
-                settings.certificateVerification = .none
-                let context = try NIOSSLContext(configuration: settings)
-                tls = stream.tls == .prefer ? .prefer(context) : .require(context)
-            case .verifyCA:
-                var settings = TLSConfiguration.makeClientConfiguration()
-                settings.certificateVerification = .noHostnameVerification
-                tls = .require(try NIOSSLContext(configuration: settings))
-            case .verifyFull:
-                tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-            }
-            configuration = .init(
-                host: stream.host, port: stream.port, username: stream.user, password: stream.password,
-                database: stream.database, tls: tls)
+    /// The TLS the stream's `sslmode` asks for.
+    private static func makeTLS(_ stream: PostgresStream) throws -> PostgresConnection.Configuration.TLS {
+        // The server's Unix socket: no TLS, as libpq.
+        if stream.host.hasPrefix("/") { return .disable }
+        switch stream.tls {
+        case .disable:
+            return .disable
+        case .prefer, .require:
+            // libpq's prefer and require: encrypted, the certificate not checked.
+            var settings = TLSConfiguration.makeClientConfiguration()
+            settings.certificateVerification = .none
+            let context = try NIOSSLContext(configuration: settings)
+            return stream.tls == .prefer ? .prefer(context) : .require(context)
+        case .verifyCA:
+            var settings = TLSConfiguration.makeClientConfiguration()
+            settings.certificateVerification = .noHostnameVerification
+            return .require(try NIOSSLContext(configuration: settings))
+        case .verifyFull:
+            return .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
-        configuration.options.connectTimeout = .seconds(10)
-        // The server bounds every session too: a statement waits at most `lockTimeout` for a
-        // lock and runs at most `statementTimeout` (so a statement whose client gave up does not
-        // run on), and a session idle inside a transaction (its client stopped) is ended.
-        configuration.options.additionalStartupParameters = [
-            ("lock_timeout", "\(Int(lockTimeout.seconds * 1000))ms"),
-            ("statement_timeout", "\(Int(statementTimeout.seconds * 1000))ms"),
-            ("idle_in_transaction_session_timeout", "\(Int(idleInTransactionTimeout.seconds * 1000))ms"),
-        ]
-        return configuration
     }
 
     /// Whether `error` means the connection is gone (the server stopped, restarted or ended the
@@ -178,3 +199,40 @@ enum StreamConnection {
     }
 }
 
+
+/// Keeps postgres-nio's row stream from a read-complete event it cannot take. When the server ends
+/// a connection while a query's rows stream (a crash, an immediate shutdown), NIO reads what the
+/// socket still holds without being asked and signals the read complete; postgres-nio 1.33.2's row
+/// stream, waiting for its consumer's demand, then stops the whole process
+/// (`RowStreamStateMachine.channelReadComplete`: "How can we receive a body part, after a
+/// channelReadComplete, but no read has been forwarded yet"), where it should fail the query.
+/// First in the pipeline, this handler passes a read-complete event on only when the handlers
+/// after it asked for a read and data came since the last one it passed; the event it holds back
+/// is one they would have ignored, or stopped the process on. The connection's end follows, and
+/// fails the query, which the replica tries again.
+final class ReadCompleteGuard: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var readAsked = false
+    private var dataCame = false
+
+    func read(context: ChannelHandlerContext) {
+        readAsked = true
+        context.read()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        dataCame = true
+        context.fireChannelRead(data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        guard readAsked, dataCame else { return }
+        readAsked = false
+        dataCame = false
+        context.fireChannelReadComplete()
+    }
+}
