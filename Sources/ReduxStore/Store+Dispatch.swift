@@ -367,8 +367,8 @@ extension Store {
             // Only selecting observers, and none of their values changed: nobody to call.
             if !selectionsChanged && observers.onlySelecting { return nil }
         }
-        if observers.wantsPatches, let recorder = core.unsafe.valuePointer.pointee.recorder {
-            let patch = recorder.takePendingPatch()
+        if observers.wantsPatches, let claim = core.unsafe.valuePointer.pointee.observersClaim {
+            let patch = core.unsafe.valuePointer.pointee.actionLog.takePatches(claim)
             for entry in observers.patchObservers { entry.pendingPatches?.put(patch, at: version) }
         }
         return NotificationRound(

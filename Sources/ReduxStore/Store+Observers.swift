@@ -61,8 +61,10 @@ extension Store {
     /// queue. With `includingPatch` false it is such an observer, and `patch` is always empty.
     ///
     /// Cost: while an observer with `includingPatch` is registered, each applied action encodes
-    /// the state and diffs it with the state before (the diff looks only into what changed).
-    /// The first patch starts from the state when the observer was added.
+    /// the state and diffs it with the state before (the diff looks only into what changed),
+    /// and its record, the patch attached, stays in the store's action log until the next round
+    /// of the observers reads it (<doc:ChangeFeed>). The first patch starts from the state when
+    /// the observer was added.
     @discardableResult
     public func addObserver(
         forName name: StoreNotification.Name = .stateDidChange,
@@ -108,12 +110,16 @@ extension Store {
         using block: @escaping @Sendable (StoreNotification) -> Void
     ) -> ObserverToken {
         withCoreLocked { core, insideReducer in
-            if pendingPatches != nil {
-                // Patches need the state as JSON after the last action: from now on.
-                recorderKeepingStateLocked(core: core, insideReducer: insideReducer)
-            }
             // Inside a reducer or a listener: after the action in progress.
             let first = core.pointee.firstVersion(insideReducer: insideReducer)
+            if pendingPatches != nil, core.pointee.observersClaim == nil {
+                // The records' patches from now on, every one kept until the observers' round
+                // reads it (one claim for all the observers of patches).
+                core.pointee.observersClaim = openClaimLocked(
+                    ActionLog.Claim(
+                        capacity: 1, ticked: true, patches: true, cursor: first &- 1, holds: true, readsFromCursor: true),
+                    core: core, insideReducer: insideReducer)
+            }
             // Outside a reducer the state is at rest: the selection starts from its value now.
             // Inside one it is being changed (and a struct state is held `inout`): the selection
             // starts from the value the current action leaves, read with that action's round.
@@ -141,6 +147,10 @@ extension Store {
             var entries = list.entries
             let entry = entries.remove(at: index)
             core.pointee.observers = ObserverList(entries)
+            if !core.pointee.observers.wantsPatches, let claim = core.pointee.observersClaim {
+                core.pointee.observersClaim = nil
+                closeClaimLocked(claim, core: core)
+            }
             return entry
         }
         guard let removal = removed?.markRemoved() else { return false }

@@ -205,6 +205,9 @@ struct StoreCore {
     /// Registered observers in the order they were added. Immutable: a change makes a new list,
     /// so a delivery walks the list it took (and retained) under the lock.
     var observers: ObserverList = .empty
+    /// The claim on the action log through which the observers that asked for patches read
+    /// them, while one is registered.
+    var observersClaim: UInt64?
     /// The snapshot of `tapeVersion`, kept until the version changes.
     var tape: SnapshotTape?
     var tapeVersion: UInt64 = .max
@@ -214,7 +217,8 @@ struct StoreCore {
     /// dispatch tests one field.
     var recorder: Recorder?
     /// The one record of each applied action, while a consumer holds a claim on it (the journal,
-    /// `changes()` sequences, the live inspectors, the C face's listeners); off for most stores,
+    /// `changes()` sequences, the live inspectors, the C face's listeners, the observers of
+    /// patches); off for most stores,
     /// so a dispatch tests one field.
     var actionLog = ActionLog()
     /// The running journal (``Store/startJournal(at:options:)``), which reads the action log

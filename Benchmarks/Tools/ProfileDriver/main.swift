@@ -248,6 +248,11 @@ case "journal-patches":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     store.stopJournal()
     removeJournal()
+case "patch-observer":
+    // dispatch-o0 with one observer that asks for each action's patch.
+    let store = Store(reducers: [add], state: Counter())
+    store.addObserver(includingPatch: true) { note, patch in sink(patch.count) }
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "jsonvalue-todos":
     // A state of COUNT todos as a JSONValue (what a patch observer or a journal with patches
     // makes of the state after each action).

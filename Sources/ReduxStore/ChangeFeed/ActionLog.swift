@@ -17,7 +17,10 @@ import Glibc
 ///   record the journal has not read, and a dispatch that puts it past its capacity waits for it
 ///   once it released the store's lock (``takeOwedWait()``);
 /// - the C face's listeners read the newest record as it is made (``newestRecord()``), its
-///   patch attached.
+///   patch attached;
+/// - the observers that asked for patches (``Store/addObserver(forName:includingPatch:using:)``)
+///   share one holding claim, read at each round they hear: the patches of every record since
+///   the last round, joined (``takePatches(_:)``).
 ///
 /// The patch of each record, while a claim asks for patches, is made by the ``Recorder`` and
 /// attached here (``attachPatch(_:error:)``). A reader may leave a wake-up that the next record
@@ -72,9 +75,11 @@ struct ActionLog {
     /// dispatches from few files, most often again from the last one, found here by comparing
     /// its bytes rather than in ``KeptNames/files`` (a lock and a hash).
     private var lastSource: DispatchSite?
-    /// The readers' claims: the log keeps as many records as the largest asks for, ticked when
-    /// every one is, with patches while one asks for them.
-    private var claims: [UInt64: Claim] = [:]
+    /// The readers' claims, oldest first: the log keeps as many records as the largest asks
+    /// for, ticked when every one is, with patches while one asks for them. An array, not a
+    /// dictionary: there are few, and a read walks them all (``releaseFloor()``), in place,
+    /// with no hashing and no copy of a claim's weak references.
+    private var claims: [Claim] = []
     private var lastClaim: UInt64 = 0
     /// Each record's patch and why it could not be made (``attachPatch(_:error:)``), a slot for
     /// each of the ring's while a claim asks for patches; empty otherwise.
@@ -98,6 +103,8 @@ struct ActionLog {
 
     /// One reader's claim on the log.
     struct Claim {
+        /// The claim's token (``open(_:)``).
+        var token: UInt64 = 0
         /// The records kept for the reader: the newest this many (a reader from a cursor misses
         /// the older ones it did not read).
         var capacity: Int
@@ -112,12 +119,15 @@ struct ActionLog {
         /// The journal reading through the claim: paced (``attend(_:)``), handed its unread
         /// records when the store is freed or the journal stopped. The store holds it.
         weak var journal: Journal?
-        /// Whether the ring keeps every record the reader has not read (a journal that blocks).
+        /// Whether the ring keeps every record the reader has not read (a journal that blocks,
+        /// the observers).
         var holds = false
-
         /// Whether the reader reads from ``cursor``, the records it has not read, rather than the
-        /// newest when it likes (the inspectors, the listeners).
-        var readsFromCursor: Bool { reader != nil || journal != nil }
+        /// newest when it likes (the inspectors, the listeners): a sequence (once attached), the
+        /// journal, the observers.
+        var readsFromCursor = false
+        /// Whether the claim is the journal's, whose writer the log paces (``attend(_:)``).
+        var paced: Bool { journal != nil }
     }
 
     /// The number of open claims.
@@ -147,15 +157,24 @@ struct ActionLog {
     mutating func open(_ claim: Claim) -> UInt64 {
         lastClaim += 1
         var claim = claim
+        claim.token = lastClaim
         claim.capacity = max(claim.capacity, 0)
-        claims[lastClaim] = claim
+        if claim.journal != nil { claim.readsFromCursor = true }
+        claims.append(claim)
         fitClaims()
         return lastClaim
     }
 
+    /// The index of the claim of `token` in ``claims``.
+    private func index(of token: UInt64) -> Int? {
+        claims.firstIndex { $0.token == token }
+    }
+
     /// Names the sequence reading through the claim of `token`.
     mutating func attach(_ reader: ChangeReader, to token: UInt64) {
-        claims[token]?.reader = reader
+        guard let index = index(of: token) else { return }
+        claims[index].reader = reader
+        claims[index].readsFromCursor = true
         fitClaims()
     }
 
@@ -165,7 +184,8 @@ struct ActionLog {
 
     /// Removes a reader's claim; false for an unknown token.
     mutating func close(_ token: UInt64) -> Bool {
-        guard claims.removeValue(forKey: token) != nil else { return false }
+        guard let index = index(of: token) else { return false }
+        claims.remove(at: index)
         fitClaims()
         return true
     }
@@ -173,9 +193,9 @@ struct ActionLog {
     private mutating func fitClaims() {
         pace()
         resize(
-            to: claims.values.map(\.capacity).max() ?? 0,
-            ticked: !claims.isEmpty && claims.values.allSatisfy(\.ticked),
-            patches: claims.values.contains { $0.patches })
+            to: claims.map(\.capacity).max() ?? 0,
+            ticked: !claims.isEmpty && claims.allSatisfy(\.ticked),
+            patches: claims.contains { $0.patches })
         release()
     }
 
@@ -412,11 +432,12 @@ struct ActionLog {
     /// milliseconds), and owes a wait for a holding one more than its capacity behind.
     @inline(never)
     private mutating func attend(_ version: UInt64) {
-        for claim in claims.values {
-            guard let journal = claim.journal else { continue }
-            let behind = version &- claim.cursor
-            if behind == UInt64(max(claim.capacity / 2, 1)) { journal.wakeWriter() }
-            if claim.holds, behind > UInt64(claim.capacity) { owedWait = JournalWait(journal: journal, version: version) }
+        for index in claims.indices where claims[index].paced {
+            guard let journal = claims[index].journal else { continue }
+            let behind = version &- claims[index].cursor
+            let capacity = claims[index].capacity
+            if behind == UInt64(max(capacity / 2, 1)) { journal.wakeWriter() }
+            if claims[index].holds, behind > UInt64(capacity) { owedWait = JournalWait(journal: journal, version: version) }
         }
         attention = nextAttention(after: version)
     }
@@ -424,18 +445,26 @@ struct ActionLog {
     /// The first version after `version` whose record a paced claim must hear of.
     private func nextAttention(after version: UInt64) -> UInt64 {
         var next = UInt64.max
-        for claim in claims.values where claim.journal != nil {
-            let half = claim.cursor &+ UInt64(max(claim.capacity / 2, 1))
+        for index in claims.indices where claims[index].paced {
+            let (cursor, capacity) = (claims[index].cursor, UInt64(claims[index].capacity))
+            let half = cursor &+ max(capacity / 2, 1)
             if half > version { next = min(next, half) }
-            if claim.holds { next = min(next, max(claim.cursor &+ UInt64(claim.capacity) &+ 1, version &+ 1)) }
+            if claims[index].holds { next = min(next, max(cursor &+ capacity &+ 1, version &+ 1)) }
         }
         return next
     }
 
     /// Recomputes what paces the journal (``held``, ``attention``): a claim opened, closed or read.
     private mutating func pace() {
-        held = claims.values.filter(\.holds).map(\.cursor).min() ?? .max
+        held = heldCursor()
         attention = nextAttention(after: newest)
+    }
+
+    /// The lowest cursor of a holding claim; `.max` for none.
+    private func heldCursor() -> UInt64 {
+        var lowest = UInt64.max
+        for index in claims.indices where claims[index].holds { lowest = min(lowest, claims[index].cursor) }
+        return lowest
     }
 
     /// The wait the last records put the dispatching thread under, if any, taken: it runs it
@@ -547,12 +576,12 @@ struct ActionLog {
     /// (a gap). Moves the cursor past them and releases what no claim needs any more; empty for
     /// an unknown token.
     mutating func read(_ token: UInt64, limit: Int) -> (records: [ChangeRecord], dropped: UInt64) {
-        guard let claim = claims[token] else { return ([], 0) }
-        let (after, missed) = readingPoint(of: claim)
+        guard let index = index(of: token) else { return ([], 0) }
+        let (after, missed) = readingPoint(of: claims[index])
         let available = newest > after ? Int(min(newest &- after, UInt64(max(limit, 0)))) : 0
         guard available > 0 || missed > 0 else { return ([], 0) }
-        claims[token]!.cursor = after &+ UInt64(available)
-        if claim.journal != nil { pace() }
+        claims[index].cursor = after &+ UInt64(available)
+        if claims[index].holds || claims[index].paced { pace() }
         // What no claim needs once this read is done is moved out; the rest copied.
         let oldest = newest &- UInt64(count) &+ 1
         let floor = releaseFloor()
@@ -565,9 +594,31 @@ struct ActionLog {
         return (records, missed)
     }
 
+    /// The patches of the records the claim of `token`, a holding one, has not read, oldest
+    /// first, joined, and its cursor moved past them (the observers' round); a record whose
+    /// patch could not be made adds nothing. Only the patches are read: no record is made.
+    mutating func takePatches(_ token: UInt64) -> [JSONPatch.Operation] {
+        guard let index = index(of: token), count > 0 else { return [] }
+        let oldest = newest &- UInt64(count) &+ 1
+        let first = max(claims[index].cursor &+ 1, oldest)
+        guard first <= newest else { return [] }
+        claims[index].cursor = newest
+        var joined: [JSONPatch.Operation] = []
+        if !patches.isEmpty {
+            for offset in Int(first &- oldest)..<count {
+                guard let operations = patches[(start &+ offset) % capacity].operations else { continue }
+                // The first shares the record's array (no element is copied); the ring lets it go.
+                if joined.isEmpty { joined = operations } else { joined += operations }
+            }
+        }
+        pace()
+        release()
+        return joined
+    }
+
     /// The versions the claim of `token` missed so far and has not been told of by a read.
     func missed(_ token: UInt64) -> UInt64 {
-        claims[token].map { readingPoint(of: $0).missed } ?? 0
+        index(of: token).map { readingPoint(of: claims[$0]).missed } ?? 0
     }
 
     /// Releases the oldest records no claim needs any more: every claim that reads from a
@@ -585,10 +636,15 @@ struct ActionLog {
     /// it has not read (of the newest it keeps, unless it holds), the others the newest they keep.
     private func releaseFloor() -> UInt64 {
         var floor = newest &+ 1
-        for claim in claims.values {
-            let keeps = newest > UInt64(claim.capacity) ? newest &- UInt64(claim.capacity) &+ 1 : 1
-            let unread = claim.holds ? claim.cursor &+ 1 : max(claim.cursor &+ 1, keeps)
-            floor = min(floor, claim.readsFromCursor ? unread : keeps)
+        for index in claims.indices {
+            let capacity = UInt64(claims[index].capacity)
+            let keeps = newest > capacity ? newest &- capacity &+ 1 : 1
+            guard claims[index].readsFromCursor else {
+                floor = min(floor, keeps)
+                continue
+            }
+            let cursor = claims[index].cursor
+            floor = min(floor, claims[index].holds ? cursor &+ 1 : max(cursor &+ 1, keeps))
         }
         return floor
     }
@@ -596,9 +652,9 @@ struct ActionLog {
     /// Hands each reader that reads from a cursor (a sequence, the journal) its unread records
     /// and closes its claim: the store is being freed.
     mutating func endReaders() {
-        for (token, claim) in claims {
+        for claim in claims {
             if let reader = claim.reader {
-                reader.end(handing: read(token, limit: .max).records)
+                reader.end(handing: read(claim.token, limit: .max).records)
             } else if let journal = claim.journal {
                 handUnread(to: journal)
             }
@@ -626,9 +682,9 @@ struct ActionLog {
                      && (capacity <= limit || held != .max),
                      "ReduxStore: the action log's ring is out of bounds")
         checkSlots()
-        precondition(patches.isEmpty || (patches.count == capacity && claims.values.contains { $0.patches }),
+        precondition(patches.isEmpty || (patches.count == capacity && claims.contains { $0.patches }),
                      "ReduxStore: the action log's patches do not match its ring or its claims")
-        precondition(held == (claims.values.filter(\.holds).map(\.cursor).min() ?? .max),
+        precondition(held == (claims.filter(\.holds).map(\.cursor).min() ?? .max),
                      "ReduxStore: the action log's held cursor is not its holding claims' lowest")
         guard count > 0 else { return }
         precondition(newest <= version && UInt64(count) <= newest,
@@ -666,7 +722,7 @@ struct ActionLog {
     /// Frees the records: the store is being freed.
     mutating func deallocate() {
         reallocate(to: 0)
-        claims = [:]
+        claims = []
         held = .max
         attention = .max
         wakes = []

@@ -1,10 +1,10 @@
 import DequeModule
 
 /// What the change feed makes of an applied action besides its record in the action log
-/// (``ActionLog``, which the journal, `changes()` sequences, the live inspectors and the C face's
-/// listeners read): the state's snapshot for the history (``Store/keepHistory(_:)``), the
-/// action's patch for the log's readers and the observers that asked for patches, and the calls
-/// of the C face's listeners, each handed the log's newest record. Touched only under the
+/// (``ActionLog``, which the journal, `changes()` sequences, the live inspectors, the C face's
+/// listeners and the observers of patches read): the state's snapshot for the history
+/// (``Store/keepHistory(_:)``), the action's patch, attached to the record, and the calls of the
+/// C face's listeners, each handed the log's newest record. Touched only under the
 /// store's lock; the store's `recorder` field is `nil` while nobody wants any of it, so a
 /// dispatch then tests one field.
 final class Recorder {
@@ -19,11 +19,8 @@ final class Recorder {
     /// The tape the state is encoded into to make ``lastValue``, reused from one action to the
     /// next (a new tape per action cost a third of a small state's patch). Never handed out.
     let scratch = SnapshotTape()
-    /// The operations of the actions applied since the last round was made, for observers that
-    /// asked for patches.
-    var pendingPatch: [JSONPatch.Operation] = []
     /// Whether the action log asks for each record's patch: a claim does (a `changes()` sequence
-    /// or a C listener with patches, a journal that records them).
+    /// or a C listener with patches, a journal that records them, the observers of patches).
     var logWantsPatches = false
 
     var isEmpty: Bool { history == nil && listeners.isEmpty && !keepsLastValue && !logWantsPatches }
@@ -46,22 +43,10 @@ final class Recorder {
         }
     }
 
-    /// Forgets the state kept for patches when nobody wants them any more: neither a reader of
-    /// the action log nor (`observersWantPatches`) an observer.
-    func forgetStateUnlessWanted(observersWantPatches: Bool) {
-        guard !logWantsPatches, !observersWantPatches else { return }
-        forgetState()
-    }
-
     /// Forgets the state kept for patches.
     func forgetState() {
         lastValue = nil
         lastValueError = nil
-    }
-
-    func takePendingPatch() -> [JSONPatch.Operation] {
-        defer { pendingPatch = [] }
-        return pendingPatch
     }
 }
 
@@ -92,8 +77,7 @@ final class History {
 extension Store {
     /// Makes what the change feed wants of the action just applied as `version`, whose record
     /// the action log holds already: the history's snapshot, the patch (attached to the log's
-    /// record, added to the observers' pending one), and the listeners' calls, each handed the
-    /// log's record. The caller, the apply transaction, holds the lock.
+    /// record), and the listeners' calls, each handed the log's record. The caller, the apply transaction, holds the lock.
     @inline(never)
     func recordLocked(at version: UInt64, in recorder: Recorder) {
         let core = core.unsafe.valuePointer
@@ -105,24 +89,20 @@ extension Store {
                 tape = encoded
             }
         }
-        let forObservers = core.pointee.observers.wantsPatches
-        var operations: [JSONPatch.Operation]?
-        var patchError: String?
-        if forObservers || recorder.logWantsPatches {
+        if recorder.logWantsPatches {
             let now = stateAsJSONLocked(tape: tape)
             if let before = recorder.lastValue, case .success(let now) = now {
-                operations = JSONPatch.diff(from: before, to: now)
+                core.pointee.actionLog.attachPatch(JSONPatch.diff(from: before, to: now), error: nil)
             } else if case .failure(let error) = now {
-                patchError = "the state after this action is not JSON: \(error.message)"
+                core.pointee.actionLog.attachPatch(nil, error: "the state after this action is not JSON: \(error.message)")
             } else {
-                patchError = recorder.lastValueError ?? "the state before this action was not recorded"
+                core.pointee.actionLog.attachPatch(
+                    nil, error: recorder.lastValueError ?? "the state before this action was not recorded")
             }
             recorder.rememberState(now, at: version)
         } else if recorder.keepsLastValue || recorder.lastValueError != nil {
             recorder.forgetState()  // nobody wants patches: start afresh when someone does
         }
-        if forObservers, let operations { recorder.pendingPatch += operations }
-        if recorder.logWantsPatches { core.pointee.actionLog.attachPatch(operations, error: patchError) }
         // A listener removed by an earlier one during this call is not called, nor one added
         // during this action (by a reducer: it hears the next one). Each has a claim on the log,
         // which holds the record.

@@ -53,7 +53,7 @@ extension Store {
         guard core.pointee.actionLog.close(token) else { return false }
         if let recorder = core.pointee.recorder, recorder.logWantsPatches, !core.pointee.actionLog.wantsPatches {
             recorder.logWantsPatches = false
-            recorder.forgetStateUnlessWanted(observersWantPatches: core.pointee.observers.wantsPatches)
+            recorder.forgetState()
             if recorder.isEmpty { core.pointee.recorder = nil }
         }
         return true

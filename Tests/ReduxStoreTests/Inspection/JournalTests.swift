@@ -10,6 +10,13 @@ private struct Add: Action, Codable, Equatable {
     var identifier: String { "add" }
 }
 
+/// An ``Add`` that notifies no observer.
+private struct QuietAdd: Action, Codable {
+    var amount: Int
+    var identifier: String { "add.quietly" }
+    var notifiesObservers: Bool { false }
+}
+
 /// An action the journal cannot record (not Encodable, not a JSONAction).
 private struct Opaque: Action {
     var identifier: String { "opaque" }
@@ -24,6 +31,10 @@ private struct Model: Codable, Equatable, Sendable {
 
 private let modelReducer: Reducer<Model> = { state, action in
     if let add = action as? Add {
+        state.total += add.amount
+        return
+    }
+    if let add = action as? QuietAdd {
         state.total += add.amount
         return
     }
@@ -613,6 +624,26 @@ struct PatchObserverTests {
         #expect(recorded.map { ($0["payload"] as? [String: Any])?["amount"] as? Int } == [1, 2, 3, 4, 5])
         #expect(recorded.allSatisfy { $0["patch"] == nil })
         #expect(store.currentState().total == 21)
+    }
+
+    @Test("the observers' patches are the action log's records' patches, let go at each round; a quiet action's joins the next round's")
+    func patchesReadFromTheLog() throws {
+        let store = Store(reducers: [modelReducer], state: Model())
+        #expect(store.readActionLog(after: 0) == nil)
+        let patches = Recorder<[JSONPatch.Operation]>()
+        let token = store.addObserver(includingPatch: true) { _, patch in patches.append(patch) }
+        store.dispatchAction(QuietAdd(amount: 2))  // no round: its record waits for the next
+        #expect(try #require(store.readActionLog(after: 0)).records.map(\.version) == [1])
+        store.dispatchAction(Add(amount: 3))
+        #expect(patches.all == [[.replace(path: "/total", value: 2), .replace(path: "/total", value: 5)]])
+        #expect(try #require(store.readActionLog(after: 0)).records.isEmpty)
+        for _ in 0..<1000 { store.dispatchAction(QuietAdd(amount: 1)) }
+        #expect(try #require(store.readActionLog(after: 0)).records.count == 1000)
+        store.dispatchAction(Add(amount: 1))
+        #expect(patches.all.last?.count == 1001)
+        #expect(try #require(store.readActionLog(after: 0)).records.isEmpty)
+        #expect(store.removeObserver(token))
+        #expect(store.readActionLog(after: 0) == nil)
     }
 
     @Test("a patch observer removed: patches stop; added again: they start from the state then")
