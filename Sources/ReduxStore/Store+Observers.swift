@@ -149,7 +149,7 @@ extension Store {
             core.pointee.observers = ObserverList(entries)
             if !core.pointee.observers.wantsPatches, let claim = core.pointee.observersClaim {
                 core.pointee.observersClaim = nil
-                closeClaimLocked(claim, core: core)
+                _ = closeClaimLocked(claim, core: core)
             }
             return entry
         }

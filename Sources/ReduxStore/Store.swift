@@ -228,6 +228,13 @@ struct StoreCore {
     /// feed's consumers (the C face's listeners run then), rather than running reducers.
     var recording = false
 
+    /// Drops the change feed's recorder when nothing is wanted of it any more: no history, no
+    /// listener, no claim on the action log that asks for patches.
+    mutating func dropRecorderIfIdle() {
+        guard let recorder, recorder.history == nil, recorder.listeners.isEmpty, !actionLog.wantsPatches else { return }
+        self.recorder = nil
+    }
+
     /// The first version a consumer added now hears (an observer, a listener, a change
     /// sequence): the next action's. Inside a reducer the action in progress, not yet counted,
     /// is `version + 1`, so the next is `version + 2`; inside a listener that action is counted.

@@ -19,12 +19,6 @@ final class Recorder {
     /// The tape the state is encoded into to make ``lastValue``, reused from one action to the
     /// next (a new tape per action cost a third of a small state's patch). Never handed out.
     let scratch = SnapshotTape()
-    /// Whether the action log asks for each record's patch: a claim does (a `changes()` sequence
-    /// or a C listener with patches, a journal that records them, the observers of patches).
-    var logWantsPatches = false
-
-    var isEmpty: Bool { history == nil && listeners.isEmpty && !keepsLastValue && !logWantsPatches }
-
     /// Whether ``lastValue`` holds a value (tested without copying it).
     var keepsLastValue: Bool {
         if case .some = lastValue { true } else { false }
@@ -89,7 +83,7 @@ extension Store {
                 tape = encoded
             }
         }
-        if recorder.logWantsPatches {
+        if core.pointee.actionLog.wantsPatches {
             let now = stateAsJSONLocked(tape: tape)
             if let before = recorder.lastValue, case .success(let now) = now {
                 core.pointee.actionLog.attachPatch(JSONPatch.diff(from: before, to: now), error: nil)

@@ -41,7 +41,7 @@ extension Store {
     func openClaimLocked(_ claim: ActionLog.Claim, core: UnsafeMutablePointer<StoreCore>, insideReducer: Bool) -> UInt64 {
         let token = core.pointee.actionLog.open(claim)
         if claim.patches {
-            recorderKeepingStateLocked(core: core, insideReducer: insideReducer).logWantsPatches = true
+            recorderKeepingStateLocked(core: core, insideReducer: insideReducer)
         }
         return token
     }
@@ -51,11 +51,8 @@ extension Store {
     /// The lock is held.
     func closeClaimLocked(_ token: UInt64, core: UnsafeMutablePointer<StoreCore>) -> Bool {
         guard core.pointee.actionLog.close(token) else { return false }
-        if let recorder = core.pointee.recorder, recorder.logWantsPatches, !core.pointee.actionLog.wantsPatches {
-            recorder.logWantsPatches = false
-            recorder.forgetState()
-            if recorder.isEmpty { core.pointee.recorder = nil }
-        }
+        if !core.pointee.actionLog.wantsPatches { core.pointee.recorder?.forgetState() }
+        core.pointee.dropRecorderIfIdle()
         return true
     }
 

@@ -123,7 +123,6 @@ extension Store {
             recorder.listeners.remove(at: index)
             listener.markRemoved()
             _ = closeClaimLocked(listener.token, core: core)
-            if recorder.isEmpty { core.pointee.recorder = nil }
             return true
         }
         if removed { listener.ended() }

@@ -23,7 +23,8 @@ extension Store {
                 }
                 recorder.history = history
             }
-            core.pointee.recorder = recorder.isEmpty ? nil : recorder
+            core.pointee.recorder = recorder
+            core.pointee.dropRecorderIfIdle()
         }
     }
 
