@@ -369,7 +369,10 @@ extension Store {
         }
         if observers.wantsPatches, let claim = core.unsafe.valuePointer.pointee.observersClaim {
             let patch = core.unsafe.valuePointer.pointee.actionLog.takePatches(claim)
-            for entry in observers.patchObservers { entry.pendingPatches?.put(patch, at: version) }
+            let restoring = action is RestoreAction
+            for entry in observers.patchObservers where entry.hearsRound(at: version, restoring: restoring) {
+                entry.pendingPatches?.put(patch, at: version)
+            }
         }
         return NotificationRound(
             notification: StoreNotification(stateDidChangeAt: version, actionIdentifier: action.identifier),

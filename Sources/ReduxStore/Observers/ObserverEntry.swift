@@ -89,6 +89,14 @@ final class ObserverEntry: @unchecked Sendable {
 
     /// Whether this observer is to hear `notification`.
     @inline(__always)
+    /// Whether the observer is called for a round of `version` (for a restore, `restoring`: its
+    /// `stateDidChange` round or its `stateDidRestore` one), as ``wants(_:selectionsChanged:)``
+    /// decides for an observer without a selection: the rounds whose patch it is put.
+    func hearsRound(at version: UInt64, restoring: Bool) -> Bool {
+        guard version >= firstVersion else { return false }
+        return name == nil || listensToStateDidChange || (restoring && name == .stateDidRestore)
+    }
+
     func wants(_ notification: StoreNotification, selectionsChanged: Bool) -> Bool {
         guard notification.version >= firstVersion else { return false }
         if !selectionsChanged && selection != nil { return false }
@@ -184,13 +192,10 @@ final class PendingPatches: Sendable {
         patches.withLock { $0[version] = patch }
     }
 
-    /// The patch of the round of `version`, taken; patches of older rounds, which the observer
-    /// will never be handed, are dropped.
+    /// The patch of the round of `version`, taken. Only that one: rounds are delivered on the
+    /// threads that dispatched them, so an older round's may still be on its way, and every
+    /// patch put is one the observer hears (``ObserverEntry/hearsRound(at:restoring:)``).
     func take(at version: UInt64) -> [JSONPatch.Operation] {
-        patches.withLock { pending in
-            let patch = pending.removeValue(forKey: version)
-            if !pending.isEmpty { pending = pending.filter { $0.key > version } }
-            return patch ?? []
-        }
+        patches.withLock { $0.removeValue(forKey: version) } ?? []
     }
 }

@@ -646,6 +646,70 @@ struct PatchObserverTests {
         #expect(store.readActionLog(after: 0) == nil)
     }
 
+    @Test("four threads dispatch while patch observers come and go: the patches, in version order, rebuild the state")
+    func patchesWhileThreadsRace() throws {
+        let store = Store(reducers: [modelReducer], state: Model())
+        let rounds = Recorder<(version: UInt64, patch: [JSONPatch.Operation])>()
+        store.addObserver(includingPatch: true) { note, patch in rounds.append((note.version, patch)) }
+        let heard = Tally()
+        DispatchQueue.concurrentPerform(iterations: 5) { thread in
+            for step in 0..<400 {
+                if thread == 4 {
+                    // Another observer of patches, added and removed: the claim they share stays.
+                    let token = store.addObserver(includingPatch: true) { _, _ in heard.increment() }
+                    store.removeObserver(token)
+                } else if step % 3 == 0 {
+                    store.dispatchAction(QuietAdd(amount: thread + 1))  // joins the next round's patch
+                } else if step % 3 == 1 {
+                    store.dispatchAction(JSONAction(identifier: "push", payload: .string("\(thread).\(step)")))
+                } else {
+                    store.dispatchAction(Add(amount: 1))
+                }
+            }
+        }
+        store.dispatchAction(Add(amount: 0))  // a last round: every quiet action's patch is handed out
+        let ordered = rounds.all.sorted { $0.version < $1.version }
+        #expect(ordered.last?.version == store.version)
+        var value = JSONValue.object(["total": 0, "items": [], "tags": [:]])
+        for round in ordered { value = try JSONPatch.apply(round.patch, to: value) }
+        #expect(try value.decode(as: Model.self) == store.currentState())
+        #expect(try #require(store.readActionLog(after: 0)).records.isEmpty)
+    }
+
+    @Test("observers of patches by name: a restore's patch reaches both its stateDidChange and its stateDidRestore observers")
+    func patchesOfARestore() throws {
+        let store = Store(reducers: [modelReducer], state: Model())
+        store.keepHistory(10)
+        let changes = Recorder<(UInt64, [JSONPatch.Operation])>()
+        let restores = Recorder<(UInt64, [JSONPatch.Operation])>()
+        store.addObserver(includingPatch: true) { note, patch in changes.append((note.version, patch)) }
+        store.addObserver(forName: .stateDidRestore, includingPatch: true) { note, patch in restores.append((note.version, patch)) }
+        store.dispatchAction(Add(amount: 5))
+        try store.restore(version: 0)
+        store.dispatchAction(Add(amount: 2))
+        let back: [JSONPatch.Operation] = [.replace(path: "/total", value: 0)]
+        #expect(changes.all.map(\.0) == [1, 2, 3])
+        #expect(changes.all.map(\.1) == [[.replace(path: "/total", value: 5)], back, [.replace(path: "/total", value: 2)]])
+        #expect(restores.all.map(\.0) == [2])
+        #expect(restores.all.map(\.1) == [back])
+    }
+
+    @Test("a patch observer added by a reducer hears from the next action on, its first patch that action's")
+    func patchObserverAddedByAReducer() {
+        let patches = Recorder<(UInt64, [JSONPatch.Operation])>()
+        let added = Tally()
+        let box = Recorder<Store<Model>>()
+        let store = Store(reducers: [modelReducer, { _, action in
+            guard (action as? Add)?.amount == 7, added.increment() == 1, let store = box.all.first else { return }
+            store.addObserver(includingPatch: true) { note, patch in patches.append((note.version, patch)) }
+        }], state: Model())
+        box.append(store)
+        store.dispatchAction(Add(amount: 7))
+        store.dispatchAction(Add(amount: 1))
+        #expect(patches.all.map(\.0) == [2])
+        #expect(patches.all.map(\.1) == [[.replace(path: "/total", value: 8)]])
+    }
+
     @Test("a patch observer removed: patches stop; added again: they start from the state then")
     func removeAndAddAgain() {
         let store = Store(reducers: [modelReducer], state: Model())
