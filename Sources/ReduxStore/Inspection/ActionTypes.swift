@@ -76,16 +76,11 @@ public struct ActionTypes: Sendable {
     /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
     ///   does not decode into the registered type.
     package func action(identifier: String, payload: OpaquePointer?) throws(StoreError) -> any Action {
-        guard !isEmpty, let registration = registrations[JSONKey(identifier)] else {
-            return try JSONAction(identifier: identifier, jsonCPayload: payload)
+        var isValueless = false
+        if !isEmpty, let action = try registeredAction(identifier: identifier, payload: payload, isValueless: &isValueless) {
+            return action
         }
-        do {
-            return try registration.decode(payload)
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError(coding: error, prefix: "payload")
-        }
+        return try JSONAction(identifier: identifier, jsonCPayload: payload)
     }
 
     /// Whether a type is registered for `identifier`.

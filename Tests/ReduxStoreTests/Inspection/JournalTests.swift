@@ -99,6 +99,21 @@ struct JournalTests {
         #expect(lines(path).count == 6)
     }
 
+    @Test("replaying a typed action whose payload does not decode: the line and the payload's coding path")
+    func replayNamesThePayloadPath() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        try Data(#"""
+            {"version":1,"identifier":"add","payload":{"amount":2},"typed":true,"time":"2026-11-29T10:00:00.000Z"}
+            {"version":2,"identifier":"add","payload":{"amount":"three"},"typed":true,"time":"2026-11-29T10:00:00.001Z"}
+
+            """#.utf8).write(to: URL(fileURLWithPath: path))
+        let error = try #require(throws: StoreError.self) {
+            try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
+        }
+        #expect(error.kind == .decode)
+        #expect(error.message.hasPrefix("journal.jsonl:2: payload.amount: "), "\(error.message)")
+    }
+
     @Test("replay rebuilds the state at any version, batches as batches")
     func replay() throws {
         let path = temporaryFolder() + "/journal.jsonl"
