@@ -71,7 +71,8 @@ final class History {
 extension Store {
     /// Makes what the change feed wants of the action just applied as `version`, whose record
     /// the action log holds already: the history's snapshot, the patch (attached to the log's
-    /// record), and the listeners' calls, each handed the log's record. The caller, the apply transaction, holds the lock.
+    /// record), and the listeners' calls, each handed the log's record. The caller, the apply
+    /// transaction, holds the lock.
     @inline(never)
     func recordLocked(at version: UInt64, in recorder: Recorder) {
         let core = core.unsafe.valuePointer
