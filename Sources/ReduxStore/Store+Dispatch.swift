@@ -296,7 +296,7 @@ extension Store {
         let action = RestoreAction(from: restoredFrom)
         let version = countAppliedLocked(action, batch: nil, source: .unknown)
         publishedVersion.store(version, ordering: .releasing)
-        let first = roundLocked(for: action, at: version)
+        let first = roundLocked(for: action, at: version, restoring: true)
         if core.pointee.observers.count > 0 {
             context.pointee.pending.append(.round(NotificationRound(
                 notification: StoreNotification(
@@ -349,13 +349,13 @@ extension Store {
         }
     }
 
-    /// The round that tells the observers of `action`, applied as `version`, or `nil` when the
-    /// action does not notify or no observer is to hear of it. Updates the key-path and pointer
-    /// observers' values first (they read the state, which the lock guards). The caller holds
-    /// the lock.
+    /// The round that tells the observers of `action`, applied as `version` (a restore's when
+    /// `restoring`), or `nil` when the action does not notify or no observer is to hear of it.
+    /// Updates the key-path and pointer observers' values first (they read the state, which the
+    /// lock guards). The caller holds the lock.
     @inline(__always)
     private func roundLocked(
-        for action: any Action, at version: UInt64, notifying: Bool? = nil
+        for action: any Action, at version: UInt64, notifying: Bool? = nil, restoring: Bool = false
     ) -> NotificationRound? {
         guard core.unsafe.valuePointer.pointee.observers.count > 0,
               notifying ?? action.notifiesObservers
@@ -369,7 +369,6 @@ extension Store {
         }
         if observers.wantsPatches, let claim = core.unsafe.valuePointer.pointee.observersClaim {
             let patch = core.unsafe.valuePointer.pointee.actionLog.takePatches(claim)
-            let restoring = action is RestoreAction
             for entry in observers.patchObservers where entry.hearsRound(at: version, restoring: restoring) {
                 entry.pendingPatches?.put(patch, at: version)
             }

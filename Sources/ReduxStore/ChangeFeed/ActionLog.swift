@@ -624,12 +624,29 @@ struct ActionLog {
     /// Releases the oldest records no claim needs any more: every claim that reads from a
     /// cursor read them (or missed them), and they are older than the newest the other claims
     /// keep.
+    ///
+    /// A ring grown past ``limit`` for a holding claim (a burst the journal's writer or the
+    /// observers' round had not read yet) is made smaller again once a quarter of it or less is
+    /// in use: its memory, too, follows the backlog.
     private mutating func release() {
-        guard count > 0 else { return }
+        guard count > 0 else {
+            if capacity > limit { shrinkPastLimit() }
+            return
+        }
         let oldest = newest &- UInt64(count) &+ 1
         let floor = releaseFloor()
         guard floor > oldest else { return }
         for _ in 0..<min(Int(floor &- oldest), count) { destroyOldest() }
+        if capacity > limit { shrinkPastLimit() }
+    }
+
+    /// Makes a ring grown past ``limit`` twice as large as what it holds (or its limit, if more)
+    /// when a quarter of it or less is in use: a ring that grows by doubling and shrinks only a
+    /// quarter full moves each record a bounded number of times.
+    @inline(never)
+    private mutating func shrinkPastLimit() {
+        guard count <= capacity / 4 else { return }
+        reallocate(to: max(limit, count &* 2))
     }
 
     /// The oldest version a claim still needs: every claim that reads from a cursor needs what

@@ -1,5 +1,5 @@
 import Foundation
-import ReduxStore
+@testable import ReduxStore
 import ReduxStoreInspectKit
 import ReduxStoreTestSupport
 import Testing
@@ -654,9 +654,12 @@ struct PatchObserverTests {
         #expect(try #require(store.readActionLog(after: 0)).records.isEmpty)
         for _ in 0..<1000 { store.dispatchAction(QuietAdd(amount: 1)) }
         #expect(try #require(store.readActionLog(after: 0)).records.count == 1000)
+        #expect(store.core.withLock { $0.actionLog.capacity } >= 1000)
         store.dispatchAction(Add(amount: 1))
         #expect(patches.all.last?.count == 1001)
         #expect(try #require(store.readActionLog(after: 0)).records.isEmpty)
+        // The ring grown for the burst is small again once it is read.
+        #expect(store.core.withLock { $0.actionLog.capacity } == 1)
         #expect(store.removeObserver(token))
         #expect(store.readActionLog(after: 0) == nil)
     }
