@@ -89,19 +89,19 @@ final class ObserverEntry: @unchecked Sendable {
 
     /// Whether this observer is to hear `notification`.
     @inline(__always)
+    func wants(_ notification: StoreNotification, selectionsChanged: Bool) -> Bool {
+        guard notification.version >= firstVersion else { return false }
+        if !selectionsChanged && selection != nil { return false }
+        if notification.isStateDidChange { return name == nil || listensToStateDidChange }
+        return name == nil || name == notification.name
+    }
+
     /// Whether the observer is called for a round of `version` (for a restore, `restoring`: its
     /// `stateDidChange` round or its `stateDidRestore` one), as ``wants(_:selectionsChanged:)``
     /// decides for an observer without a selection: the rounds whose patch it is put.
     func hearsRound(at version: UInt64, restoring: Bool) -> Bool {
         guard version >= firstVersion else { return false }
         return name == nil || listensToStateDidChange || (restoring && name == .stateDidRestore)
-    }
-
-    func wants(_ notification: StoreNotification, selectionsChanged: Bool) -> Bool {
-        guard notification.version >= firstVersion else { return false }
-        if !selectionsChanged && selection != nil { return false }
-        if notification.isStateDidChange { return name == nil || listensToStateDidChange }
-        return name == nil || name == notification.name
     }
 
     /// Hands `notification` to the observer: on this thread (the caller holds the list this
