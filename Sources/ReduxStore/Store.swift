@@ -218,8 +218,7 @@ struct StoreCore {
     var recorder: Recorder?
     /// The one record of each applied action, while a consumer holds a claim on it (the journal,
     /// `changes()` sequences, the live inspectors, the C face's listeners, the observers of
-    /// patches); off for most stores,
-    /// so a dispatch tests one field.
+    /// patches); off for most stores, so a dispatch tests one field.
     var actionLog = ActionLog()
     /// The running journal (``Store/startJournal(at:options:)``), which reads the action log
     /// through its claim.
