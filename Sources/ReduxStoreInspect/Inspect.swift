@@ -58,8 +58,8 @@ struct Show: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let document = try Inspector.readDocument(file)
-            let value = try Inspector.value(at: pointer, in: document.value)
+            let document = try JSONDocument(contentsOf: file)
+            let value = try document.value.value(atPointer: pointer)
             if output.json {
                 try printJSON(Show.output(file: file, version: document.version, pointer: pointer, value: value))
             } else {
@@ -100,8 +100,8 @@ struct Diff: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let before = try Inspector.readDocument(from)
-            let after = try Inspector.readDocument(to)
+            let before = try JSONDocument(contentsOf: from)
+            let after = try JSONDocument(contentsOf: to)
             let patch = JSONPatch.diff(from: before.value, to: after.value)
             if output.json {
                 try printJSON(JSONValue.array(patch.map(jsonValue(of:))))
@@ -236,13 +236,13 @@ struct StateAt: ParsableCommand {
 
     func run() throws {
         try reporting {
-            let document = try Inspector.readDocument(base)
+            let document = try JSONDocument(contentsOf: base)
             let progress = Progress()
             let state = try Inspector.state(at: at, from: document, journal: journal) {
                 progress.show("\($0.formatted()) entries read")
             }
             progress.clear()
-            let value = try Inspector.value(at: pointer, in: state)
+            let value = try state.value(atPointer: pointer)
             if output.json {
                 try printJSON(Show.output(file: journal, version: at, pointer: pointer, value: value))
             } else {

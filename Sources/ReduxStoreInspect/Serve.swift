@@ -46,7 +46,7 @@ struct Serve: ParsableCommand {
 
         var inspector: StoreInspector?
         try reporting {
-            let base = try state.map { (path) throws(StoreError) in try Inspector.readDocument(path) }
+            let base = try state.map { (path) throws(StoreError) in try JSONDocument(contentsOf: path) }
             let access = try JournalAccess(journal: journal, base: base)
             var options = InspectorOptions()
             options.host = host
@@ -96,28 +96,25 @@ final class JournalAccess: StoreAccess {
     private let operations: [UInt64: [JSONPatch.Operation]]
     var isLive: Bool { false }
 
-    init(journal path: String, base: Inspector.Document?) throws(StoreError) {
+    init(journal path: String, base: JSONDocument?) throws(StoreError) {
         var changes: [PlainChange] = []
         var operations: [UInt64: [JSONPatch.Operation]] = [:]
         var batchLast: [UInt64: UInt64] = [:]
         try JournalReader.read(path) { (line) throws(StoreError) -> Bool in
-            func value(_ tree: OpaquePointer?) throws(StoreError) -> JSONValue? {
-                guard let tree else { return nil }
-                return try JSONCDecoder().decode(JSONValue.self, from: tree)
-            }
-            do throws(StoreError) {
-                if let patch = line.patch {
-                    let decoded = try JSONCDecoder().decode([JSONPatch.Operation].self, from: patch)
-                    try Inspector.checkNesting(decoded)
-                    operations[line.version] = decoded
+            // The entry's own errors name its line; so does a patch nested too deep.
+            let patch = try line.patch()
+            if let patch {
+                do throws(StoreError) {
+                    try Inspector.checkNesting(patch)
+                } catch {
+                    throw StoreError(error.kind, "\(line.place): \(error.message)")
                 }
-                changes.append(PlainChange(
-                    version: line.version, identifier: line.identifier, payload: try value(line.payload),
-                    typed: line.typed, patch: try value(line.patch), source: line.source,
-                    batch: line.batch.map { $0...$0 }, time: line.time))
-            } catch {
-                throw StoreError(error.kind, "\(line.place): \(error.message)")
+                operations[line.version] = patch
             }
+            changes.append(PlainChange(
+                version: line.version, identifier: line.identifier, payload: try line.payload(),
+                typed: line.isTyped, patch: try patch.map { (patch) throws(StoreError) in try JSONValue(encoding: patch) },
+                source: line.source, batch: line.batch.map { $0...$0 }, time: line.time))
             if let first = line.batch { batchLast[first] = line.version }
             return true
         }

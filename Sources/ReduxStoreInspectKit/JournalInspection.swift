@@ -5,10 +5,11 @@ import Glibc
 
 /// What `reduxstore-inspect` does with journals, apart from its command line: summarising a
 /// journal, rebuilding a state from a journal's patches. A library of its own on the core's
-/// journal reader, so that the core does not carry the tool's summaries; the tool, its tests and
-/// its fuzzer link it. Every error is a ``StoreError`` whose message names the file and, where
-/// there is one, the line (`app.journal:17: …`).
-extension Inspector {
+/// public journal reader (``JournalReader``) and documents (``JSONDocument``), so that the core
+/// does not carry the tool's summaries; the tool, its tests and its fuzzer link it. Every error
+/// is a ``StoreError`` whose message names the file and, where there is one, the line
+/// (`app.journal:17: …`).
+package enum Inspector {
     // MARK: Journals
 
     /// What a journal holds, in brief.
@@ -91,8 +92,8 @@ extension Inspector {
                 if batch != lastBatch { summary.batches += 1 }
             }
             lastBatch = line.batch
-            if !line.replayable { summary.notReplayable += 1 }
-            if line.patch != nil { summary.withPatch += 1 }
+            if !line.isReplayable { summary.notReplayable += 1 }
+            if line.hasPatch { summary.withPatch += 1 }
             if let reason = line.payloadError {
                 summary.payloadLeftOut += 1
                 if summary.firstPayloadLeftOut == nil { summary.firstPayloadLeftOut = "\(line.place): \(reason)" }
@@ -128,7 +129,7 @@ extension Inspector {
     /// the journal's entries in order; the journal must have been recorded with
     /// ``JournalOptions/recordPatches``.
     package static func state(
-        at version: UInt64, from base: Document, journal path: String,
+        at version: UInt64, from base: JSONDocument, journal path: String,
         progressEvery: Int = 100_000, progress: (Int) -> Void = { _ in }
     ) throws(StoreError) -> JSONValue {
         var document = base.value
@@ -151,14 +152,13 @@ extension Inspector {
                 throw StoreError(
                     .corrupt, "\(line.place): version \(line.version) does not follow the base state's version \(at)")
             }
-            guard let patch = line.patch else {
+            guard let operations = try line.patch() else {
                 if let reason = line.patchError {
                     throw StoreError(.corrupt, "\(line.place): the patch of version \(line.version) was not recorded: \(reason)")
                 }
                 throw StoreError(.corrupt, "\(line.place): no \"patch\" (record the journal with recordPatches)")
             }
             do throws(StoreError) {
-                let operations = try JSONCDecoder().decode([JSONPatch.Operation].self, from: patch)
                 try checkNesting(operations)
                 document = try JSONPatch.apply(operations, to: document)
             } catch {

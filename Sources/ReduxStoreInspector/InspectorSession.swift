@@ -298,7 +298,7 @@ final class InspectorSession: Sendable {
                 let pointer = try Self.string(fields["pointer"] ?? "", "pointer")
                 let depth = try Self.integer(fields["depth"] ?? 1, "depth", in: 0...Self.maximumDepth)
                 let (at, state) = try inspected.state(at: version)
-                let value = try Inspector.value(at: pointer, in: state)
+                let value = try state.value(atPointer: pointer)
                 return [
                     "type": "state", "id": id, "version": .uint(at), "pointer": .string(pointer),
                     "node": Self.node(value, depth: depth),

@@ -3,33 +3,76 @@ internal import CJSONC
 import Glibc
 #endif
 
-/// One line of a journal, read back (see ``Store/startJournal(at:options:)`` for the format).
-package struct JournalLine: @unchecked Sendable {
-    // @unchecked: `payload` and `patch` are json-c trees owned by `root`, freed with it.
-    package let version: UInt64
-    package let identifier: String
-    /// The payload, borrowed from the parsed line; NULL for none (or JSON null).
-    package let payload: OpaquePointer?
-    let hasPayload: Bool
-    /// A typed action's properties: replay needs the type registered.
-    package let typed: Bool
-    package let replayable: Bool
-    /// The batch's first version, for an action of a batch.
-    package let batch: UInt64?
-    /// `"time"` as written.
-    package let time: String
-    /// The patch, borrowed from the parsed line; NULL when not recorded.
-    package let patch: OpaquePointer?
+/// One entry of a journal, read back by ``JournalReader`` (see ``Store/startJournal(at:options:)``
+/// for the format).
+///
+/// The payload and the patch stay as the line held them until asked for: ``payload()`` and
+/// ``patch()`` decode them, so a reader that only counts entries never pays for them. An entry
+/// may be kept and handed to other threads: the parsed line it reads from is never changed and
+/// is freed with the last entry of it.
+public struct JournalEntry: @unchecked Sendable {
+    // @unchecked: `payloadTree` and `patchTree` are json-c trees owned by `root`, only read after
+    // parsing (decoding never changes, retains or puts a node), freed with `root`.
+
+    /// The version the entry's action made.
+    public let version: UInt64
+    /// The action's identifier.
+    public let identifier: String
+    /// Whether the payload is a typed action's properties (a Swift action): a replay needs its
+    /// type registered in ``ActionTypes``.
+    public let isTyped: Bool
+    /// Whether the action can be replayed: false for an action recorded without its payload
+    /// (one that is not `Encodable`, or whose payload could not be written: ``payloadError``).
+    public let isReplayable: Bool
+    /// The first version of the batch the action was applied in (``Store/dispatchActions(_:file:line:)``),
+    /// for an action of a batch.
+    public let batch: UInt64?
+    /// `"time"` as written: `2026-11-22T10:00:00.000Z`.
+    public let time: String
     /// Why the payload is not in the line (`"payloadError"`), when the journal could not write it.
-    package let payloadError: String?
+    public let payloadError: String?
     /// Why the patch is not in the line (`"patchError"`), when it was asked for and could not be
     /// made or written.
-    package let patchError: String?
+    public let patchError: String?
     /// Where the action was dispatched from (`"source"`: `"Feature.swift:42"`), when recorded.
-    package let source: String?
-    /// Where the line is, for messages: `journal.1:17`.
-    package let place: String
+    public let source: String?
+    /// Where the line is, for messages: `journal.1:17` (the file's name and the line's number).
+    public let place: String
+    /// The payload, borrowed from the parsed line; NULL for none (or JSON null).
+    let payloadTree: OpaquePointer?
+    /// The patch, borrowed from the parsed line; NULL when not recorded.
+    let patchTree: OpaquePointer?
     let root: JSONCTreeOwner
+
+    /// Whether the line holds a patch (``JournalOptions/recordPatches``).
+    public var hasPatch: Bool { patchTree != nil }
+
+    /// The action's payload; `nil` when the line has none (or JSON `null`).
+    ///
+    /// - Throws: ``StoreError`` naming the line and the coding path, for a payload past the
+    ///   nesting limit.
+    public func payload() throws(StoreError) -> JSONValue? {
+        try decode(JSONValue.self, payloadTree, "payload")
+    }
+
+    /// The action's RFC 6902 patch; `nil` when the line holds none.
+    ///
+    /// - Throws: ``StoreError`` naming the line, for a `"patch"` that is not an array of
+    ///   operations.
+    public func patch() throws(StoreError) -> [JSONPatch.Operation]? {
+        try decode([JSONPatch.Operation].self, patchTree, "patch")
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, _ tree: OpaquePointer?, _ name: String)
+        throws(StoreError) -> T?
+    {
+        guard let tree else { return nil }
+        do {
+            return try JSONCDecoder().decode(T.self, from: tree)
+        } catch {
+            throw StoreError(error.kind, "\(place): \(error.prefixed(name).message)")
+        }
+    }
 }
 
 /// Owns a parsed line's tree.
@@ -40,9 +83,16 @@ final class JSONCTreeOwner: @unchecked Sendable {
 }
 
 /// Reads a journal: its rotated files oldest first (`journal.N` … `journal.1`), then `journal`.
-package enum JournalReader {
+///
+/// ```swift
+/// try JournalReader.read("app.jsonl") { (entry) throws(StoreError) in
+///     print(entry.version, entry.identifier, try entry.payload() ?? .null)
+///     return true  // false stops reading
+/// }
+/// ```
+public enum JournalReader {
     /// The files of the journal at `path` that exist, oldest first.
-    package static func files(of path: String) -> [String] {
+    public static func files(of path: String) -> [String] {
         var rotated: [String] = []
         var index = 1
         var info = stat()
@@ -59,8 +109,18 @@ package enum JournalReader {
     /// with a `version` from 1 to `UInt64.max`, a string `identifier` and a string `time`; versions
     /// contiguous (each one more than the last), never going back; the last line of the last
     /// file ending with a newline (else it is torn). Errors name the file and line.
-    package static func read(
-        _ path: String, _ body: (JournalLine) throws(StoreError) -> Bool
+    ///
+    /// - Parameters:
+    ///   - path: the journal's path, as given to ``Store/startJournal(at:options:)``.
+    ///   - body: called with each entry; returns whether to go on reading. Like every call of
+    ///     the library, it throws ``StoreError``: a closure of more than one statement that tries
+    ///     says so, `{ (entry) throws(StoreError) in … }`.
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/io`` for a journal with no file or a
+    ///   file that cannot be read, ``StoreError/Kind/corrupt`` for a line that breaks the rules
+    ///   above, ``StoreError/Kind/limit`` for a line longer than
+    ///   ``StoreLimits/maximumJSONTextSize`` bytes, or what `body` throws.
+    public static func read(
+        _ path: String, _ body: (JournalEntry) throws(StoreError) -> Bool
     ) throws(StoreError) {
         let files = files(of: path)
         guard !files.isEmpty else {
@@ -135,7 +195,7 @@ package enum JournalReader {
     }
 
     private static func parse(_ bytes: [UInt8], _ start: Int, _ end: Int, place: String) throws(StoreError)
-        -> JournalLine
+        -> JournalEntry
     {
         let tree = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) -> OpaquePointer? in
             do throws(StoreError) {
@@ -192,17 +252,16 @@ package enum JournalReader {
         let payloadError = try reason("payloadError")
         let patchError = try reason("patchError")
         let source = try reason("source")
-        return JournalLine(
+        return JournalEntry(
             version: version,
             identifier: String(cString: json_object_get_string(identifier)),
-            payload: payload.value, hasPayload: payload.found,
-            typed: json_object_get_boolean(member("typed").value) != 0,
-            replayable: !(member("replayable").found && json_object_get_boolean(member("replayable").value) == 0),
+            isTyped: json_object_get_boolean(member("typed").value) != 0,
+            isReplayable: !(member("replayable").found && json_object_get_boolean(member("replayable").value) == 0),
             batch: batchStart,
             time: String(cString: json_object_get_string(time)),
-            patch: patch.found ? patch.value : nil,
             payloadError: payloadError, patchError: patchError, source: source,
-            place: place, root: owner)
+            place: place, payloadTree: payload.value, patchTree: patch.found ? patch.value : nil,
+            root: owner)
     }
 
     /// A version as a line holds it: an integer from 1 to `UInt64.max`, exactly. (json-c keeps

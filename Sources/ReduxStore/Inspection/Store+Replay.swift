@@ -61,7 +61,7 @@ extension Store {
         try JournalReader.read(journal) { (line) throws(StoreError) -> Bool in
             if first == nil { first = line.version }
             if let version, line.version > version { return false }
-            guard line.replayable else {
+            guard line.isReplayable else {
                 if let reason = line.payloadError {
                     throw StoreError(
                         .decode,
@@ -70,14 +70,14 @@ extension Store {
                 throw StoreError(
                     .decode, "\(line.place): action \"\(line.identifier)\" was recorded without its payload (not replayable)")
             }
-            if line.typed, !actions.isRegistered(line.identifier) {
+            if line.isTyped, !actions.isRegistered(line.identifier) {
                 throw StoreError(
                     .decode,
                     "\(line.place): action \"\(line.identifier)\" is a typed action: register its type in ActionTypes to replay it")
             }
             let action: any Action
             do throws(StoreError) {
-                action = try actions.action(identifier: line.identifier, payload: line.payload)
+                action = try actions.action(identifier: line.identifier, payload: line.payloadTree)
             } catch {
                 throw StoreError(error.kind, "\(line.place): \(error.message)")
             }

@@ -2,7 +2,7 @@
 //
 // The input is read three ways:
 //  - whole, as a journal (Inspector.summarize, replay into a Store<JSONValue>) and as a saved
-//    state or JSON file (Inspector.readDocument, a JSON Pointer into it, a diff);
+//    state or JSON file (JSONDocument(contentsOf:), a JSON Pointer into it, a diff);
 //  - split at its first two NUL bytes into a journal, a state and a JSON Pointer (a missing
 //    state is `{}`, a missing pointer `""`): the state at several versions is rebuilt from the
 //    state and the journal's patches (Inspector.state), the pointer resolved in each, and the
@@ -119,10 +119,10 @@ func journal(_ path: String) -> Inspector.JournalSummary? {
 }
 
 /// The document at `path` (nil when it did not read), its value at `pointer` printed.
-func document(_ path: String, pointer: String) -> Inspector.Document? {
-    let read: Inspector.Document
+func document(_ path: String, pointer: String) -> JSONDocument? {
+    let read: JSONDocument
     do {
-        read = try Inspector.readDocument(path)
+        read = try JSONDocument(contentsOf: path)
     } catch {
         check(error, "readDocument")
         return nil
@@ -134,7 +134,7 @@ func document(_ path: String, pointer: String) -> Inspector.Document? {
 
 func resolve(_ pointer: String, in value: JSONValue) {
     do {
-        printed(try Inspector.value(at: pointer, in: value))
+        printed(try value.value(atPointer: pointer))
     } catch {
         check(error, "value(at:)")
     }

@@ -118,7 +118,7 @@ struct JournalEdgeTests {
 
         let basePath = temporaryFolder() + "/base.json"
         try #"{"reading":0.0,"notes":[]}"#.write(toFile: basePath, atomically: true, encoding: .utf8)
-        let base = try Inspector.readDocument(basePath)
+        let base = try JSONDocument(contentsOf: basePath)
         #expect(try Inspector.state(at: 1, from: base, journal: path) == ["reading": 1, "notes": []])
         let rebuild = #expect(throws: StoreError.self) { try Inspector.state(at: 4, from: base, journal: path) }
         #expect(rebuild?.message == #"journal.jsonl:2: the patch of version 2 was not recorded: the patch holds a number JSON cannot hold (NaN or an infinity) at "/reading""#)

@@ -261,7 +261,7 @@ struct JournalTests {
                 #expect(error.message.hasSuffix(expected), "\(version): \(error.message)")
             }
             do {
-                _ = try Inspector.state(at: 1, from: Inspector.readDocument(base), journal: path)
+                _ = try Inspector.state(at: 1, from: JSONDocument(contentsOf: base), journal: path)
                 Issue.record("version \(version) rebuilt")
             } catch {
                 #expect(error.message.hasSuffix(expected), "\(version): \(error.message)")

@@ -39,6 +39,20 @@ struct ReadmeInspectionTests {
         #expect(line.contains(#","patch":[{"op":"add","path":"/todos/0","value":{"#))
         #expect(line.contains(#""title":"milk""#) && line.contains(#""done":false"#))
 
+        // "Reading a journal", as written there but for the paths and what is printed.
+        var read: [String] = []
+        try JournalReader.read(path) { (entry) throws(StoreError) in
+            read.append("\(entry.version) \(entry.identifier) \(entry.source ?? "") \(try entry.payload() ?? .null)")
+            return true                                    // false stops reading
+        }
+        let statePath = temporaryFolder() + "/state.json"
+        try store.save(to: statePath)
+        let saved = try JSONDocument(contentsOf: statePath)
+        let title = try saved.value.value(atPointer: "/todos/0/title")
+        #expect(read.count == 2 && read[0].hasPrefix("1 todo.add ReadmeInspectionTests.swift:"))
+        #expect(read[1].hasPrefix("2 todo.add ") && read[1].contains("eggs"))
+        #expect(saved.version == 2 && title == "milk")
+
         var actions = ActionTypes()                        // the registry the C bridge uses too
         actions.register(AddTodo.self, for: "todo.add")
         let replayed = try Store(replaying: path, from: AppState(),

@@ -3,23 +3,31 @@ internal import CJSONC
 import Glibc
 #endif
 
-/// Saved states and plain JSON files read as documents, and JSON Pointers resolved in them, by
-/// the store's own rules: what `reduxstore-inspect` and its library (`ReduxStoreInspectKit`,
-/// which adds the journals' summaries and rebuilt states) read files with. Every error is a
-/// ``StoreError`` whose message names the file and, where there is one, the byte
-/// (`state.json: at byte 12: …`).
-package enum Inspector {
-    /// A JSON document read from a file: a saved state's state and version, or a plain JSON
-    /// file's value (no version).
-    package struct Document: Sendable {
-        package let value: JSONValue
-        package let version: UInt64?
-    }
+/// A JSON document read from a file: a saved state's state and version, or a plain JSON file's
+/// value (no version). What `reduxstore-inspect` reads its files with.
+///
+/// ```swift
+/// let document = try JSONDocument(contentsOf: "state.json")
+/// print(document.version ?? 0, try document.value.value(atPointer: "/todos/0/title"))
+/// ```
+public struct JSONDocument: Sendable {
+    /// The state of a saved state, or the whole value of a plain JSON file.
+    public let value: JSONValue
+    /// A saved state's version; `nil` for a plain JSON file.
+    public let version: UInt64?
 
     /// Reads `path`: a saved state (`{"reduxstore":1,"version":N,"state":…}`, as
-    /// ``Store/save(to:)`` writes it, read by the rules ``Store/init(contentsOf:reducers:)``
+    /// ``Store/save(to:)`` writes it, read by the rules ``Store/init(contentsOf:reducers:)-(_,[Reducer<State>])``
     /// reads it with: any object with `"reduxstore": 1` and a `"state"` is one) or any JSON text.
-    package static func readDocument(_ path: String) throws(StoreError) -> Document {
+    ///
+    /// - Parameter path: the file to read.
+    /// - Throws: ``StoreError`` whose message names the file and, where there is one, the byte
+    ///   (`state.json: at byte 12: …`): ``StoreError/Kind/io`` for a file that is missing, not a
+    ///   regular file or unreadable, ``StoreError/Kind/limit`` for one larger than
+    ///   ``StoreLimits/maximumJSONTextSize`` bytes or nested deeper than
+    ///   ``StoreLimits/maximumNestingDepth``, ``StoreError/Kind/parse`` for text that is not
+    ///   JSON, and what reading a saved state throws for a marked object that is not a valid one.
+    public init(contentsOf path: String) throws(StoreError) {
         let bytes: [UInt8]
         switch try RegularFile.read(path, maximumSize: StoreLimits.maximumJSONTextSize) {
         case .bytes(let read): bytes = read
@@ -36,19 +44,28 @@ package enum Inspector {
             defer { json_object_put(tree) }
             if SavedStateFormat.isMarked(tree) {
                 // A saved state, read by the store's own rules.
-                let (state, version) = try SavedStateFormat.decode(JSONValue.self, fromTree: tree)
-                return Document(value: state, version: version)
+                (value, version) = try SavedStateFormat.decode(JSONValue.self, fromTree: tree)
+            } else {
+                // Any other JSON: the decoder keeps it within the nesting limit.
+                value = try JSONCDecoder().decode(JSONValue.self, from: tree)
+                version = nil
             }
-            // Any other JSON: the decoder keeps it within the nesting limit.
-            return Document(value: try JSONCDecoder().decode(JSONValue.self, from: tree), version: nil)
         } catch {
             throw StoreError(error.kind, "\(path): \(error.message)")
         }
     }
+}
 
-    /// The value at the JSON Pointer `pointer` (RFC 6901; `""` is the whole document).
-    package static func value(at pointer: String, in document: JSONValue) throws(StoreError) -> JSONValue {
-        var node = document
+extension JSONValue {
+    /// The value at the JSON Pointer `pointer` (RFC 6901; `""` is the whole value, `"/a~1b/0"`
+    /// the first element of the member `a/b`).
+    ///
+    /// - Throws: ``StoreError`` of kind ``StoreError/Kind/decode`` for text that is not a JSON
+    ///   Pointer (neither `""` nor starting with `/`), ``StoreError/Kind/invalidArgument`` naming
+    ///   how far the pointer went for a member or element that is not there or a step into a value
+    ///   that is not an object or array.
+    public func value(atPointer pointer: String) throws(StoreError) -> JSONValue {
+        var node = self
         var walked = ""
         for token in try JSONPointerPath.tokens(of: pointer) {
             walked += "/" + JSONPointerPath.escape(token)
