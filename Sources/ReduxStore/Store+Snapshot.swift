@@ -38,9 +38,12 @@ extension Store {
         try decodingSnapshot { (tape, _) throws(StoreError) in try SnapshotDecoder.decode(State.self, from: tape) }
     }
 
-    /// The state as JSON and the version it is at: encoded under the lock (the kept snapshot
-    /// when the version did not change), made JSON outside it, as ``snapshot()`` does.
-    package func jsonSnapshot() throws(StoreError) -> (version: UInt64, value: JSONValue) {
+    /// The state as JSON and the version it is at, read at one instant (the version is the
+    /// state's, whatever other threads dispatch meanwhile): encoded under the lock (the kept
+    /// snapshot when the version did not change), made JSON outside it, as ``snapshot()`` does.
+    ///
+    /// - Throws: as ``snapshot()`` does.
+    public func jsonSnapshot() throws(StoreError) -> (version: UInt64, value: JSONValue) {
         try decodingSnapshot { (tape, version) throws(StoreError) in
             (version, try SnapshotDecoder.decode(JSONValue.self, from: tape))
         }

@@ -75,8 +75,8 @@ struct StoreSnapshotTests {
         #expect(decodeCount.load(ordering: .relaxed) - decodesBefore == 11)
     }
 
-    @Test("snapshots taken while 4 threads dispatch are never torn")
-    func neverTorn() {
+    @Test("snapshots taken while 4 threads dispatch are never torn; a JSON snapshot is the state at its version")
+    func neverTorn() throws {
         let reducer: Reducer<Pair> = { state, _ in
             state.left.append(state.left.count)
             state.right.append(state.right.count)
@@ -87,10 +87,22 @@ struct StoreSnapshotTests {
         onThreads(6) { index in
             if index < 4 {
                 for _ in 0..<500 { store.dispatchAction(CounterAction.increment) }
-            } else {
+            } else if index == 4 {
                 for _ in 0..<200 {
                     let copy = store.currentState()
                     if copy.left != copy.right { torn.increment() }
+                    taken.increment()
+                }
+            } else {
+                // jsonSnapshot(): the value and the version it comes with are read at one instant.
+                for _ in 0..<200 {
+                    guard let (version, value) = try? store.jsonSnapshot(),
+                          case .object(let members) = value, case .array(let left)? = members["left"],
+                          case .array(let right)? = members["right"], left == right, left.count == Int(version)
+                    else {
+                        torn.increment()
+                        continue
+                    }
                     taken.increment()
                 }
             }
@@ -98,6 +110,9 @@ struct StoreSnapshotTests {
         #expect(torn.count == 0)
         #expect(taken.count == 400)
         #expect(store.currentState().left.count == 2_000)
+        let (version, value) = try store.jsonSnapshot()
+        let expected = try JSONValue(encoding: store.currentState())
+        #expect(version == 2_000 && value == expected)
     }
 
     @Test("a state whose Codable fails: snapshot() throws a StoreError")

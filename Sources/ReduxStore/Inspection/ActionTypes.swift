@@ -50,7 +50,7 @@ public struct ActionTypes: Sendable {
     @inlinable package var isEmpty: Bool { registrations.isEmpty }
 
     /// The registered identifiers, sorted by code point.
-    package var identifiers: [String] { registrations.keys.sorted().map(\.string) }
+    public var identifiers: [String] { registrations.keys.sorted().map(\.string) }
 
     /// The action of the type registered for `identifier`, decoded from `payload` (a json-c
     /// tree, borrowed; NULL: none); `nil` when no type is registered for `identifier`.

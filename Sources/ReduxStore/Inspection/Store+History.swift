@@ -28,8 +28,11 @@ extension Store {
         }
     }
 
-    /// The state of `version` if the history keeps it (for tests and tools).
-    package func historyState(at version: UInt64) -> State? {
+    /// The state at `version`, if the history keeps it (``keepHistory(_:)``, ``historyVersions``):
+    /// a value of the caller's own, as ``currentState()`` returns; `nil` for a version not kept,
+    /// or a state whose Codable conformance fails. The store does not change (C:
+    /// `rdx_store_state_at_version`).
+    public func historyState(at version: UInt64) -> State? {
         guard let tape = withCoreLocked({ core, _ in core.pointee.recorder?.history?.tape(at: version) })
         else { return nil }
         return try? SnapshotDecoder.decode(State.self, from: tape)

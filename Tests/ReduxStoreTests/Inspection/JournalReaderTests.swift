@@ -170,3 +170,20 @@ extension Thread {
         return try result!.get()
     }
 }
+
+@Suite("Action types: what a program can decode")
+struct ActionTypesTests {
+    @Test("the registered identifiers, sorted by code point; a replaced registration is listed once")
+    func identifiers() {
+        var actions = ActionTypes()
+        #expect(actions.identifiers.isEmpty)
+        actions.register(Deposit.self, for: "e\u{301}")
+        actions.register(Deposit.self, for: "\u{E9}")
+        actions.register(Deposit.self, for: "deposit")
+        actions.register(Deposit.self, for: "deposit")
+        // "e" + U+0301 sorts before U+00E9 by code point, though the two are equal Swift strings.
+        #expect(actions.identifiers.map { Array($0.unicodeScalars) }
+            == [Array("deposit".unicodeScalars), ["e", "\u{301}"], ["\u{E9}"]])
+        #expect(actions.isRegistered("deposit") && !actions.isRegistered("withdraw"))
+    }
+}
