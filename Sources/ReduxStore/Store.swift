@@ -60,7 +60,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// Whether `currentState()`, `snapshot()` and `save(to:)` may read the state from inside a
     /// reducer: only for a class state, which the reducers receive as a copy of the reference
     /// (see
-    /// ``init(erasedReducer:adopting:version:readableInsideReducer:middleware:keeper:)``);
+    /// ``init(erasedReducer:adopting:version:readableInsideReducer:middleware:keeper:refusingLocalChanges:)``);
     /// a struct state is held `inout` by the reducer, and reading it meanwhile would be an
     /// overlapping access.
     let readableInsideReducer: Bool
@@ -71,9 +71,9 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// are values.
     let keeper: ActionKeeper?
     /// Why this store's state may change only through its owner (a replica of a stream, whose
-    /// versions the stream decides): ``restore(version:)`` then throws this. Set once, before the
-    /// store is shared; `nil` for most stores.
-    @exclusivity(unchecked) nonisolated(unsafe) package var localChangesRefusal: String?
+    /// versions the stream decides): ``restore(version:)`` then throws this. `nil` for most
+    /// stores.
+    let localChangesRefusal: String?
     /// The running autosave, if any (``startAutosave(to:policy:onError:)``).
     let autosaver = Locked<Autosaver?>(nil)
 
@@ -105,13 +105,16 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// Creates a store that takes `state` as it is (no copy) and starts at `version`: for callers
     /// that made the state themselves (a restored file, a C program's deep-copied tree).
     package convenience init(
-        reducers: [Reducer<State>], adopting state: State, version: UInt64, middleware: MiddlewareChain? = nil
+        reducers: [Reducer<State>], adopting state: State, version: UInt64, middleware: [Middleware<State>] = [],
+        refusingLocalChanges refusal: String? = nil
     ) {
         // One closure made here from the user's array (``composed(_:_:)``), each reducer erased
         // once (``erased(_:)``, which gives a class state's reducers their own copy of the
         // reference): nothing is read from the array at dispatch.
         let reduce = composed(reducers[...]) { erased($0) }
-        self.init(erasedReducer: reduce, adopting: state, version: version, middleware: middleware)
+        self.init(
+            erasedReducer: reduce, adopting: state, version: version, middleware: middleware,
+            refusingLocalChanges: refusal)
     }
 
     /// Creates a store from one function that applies an action to the state's address, whatever
@@ -119,18 +122,25 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// which work on the json-c tree itself rather than the Swift state. Not read from an array,
     /// so it is called with no reabstraction thunk.
     ///
-    /// - Parameter readableInsideReducer: whether the reducers leave `state` free for reads while
-    ///   they run (true when they never form an `inout` access to it, as the C face's reducers;
-    ///   by default true for a class state only).
+    /// - Parameters:
+    ///   - readableInsideReducer: whether the reducers leave `state` free for reads while they
+    ///     run (true when they never form an `inout` access to it, as the C face's reducers; by
+    ///     default true for a class state only).
+    ///   - middleware: called in this order for every action.
+    ///   - keeper: makes a borrowed action owned where it is kept past its dispatch (the C face's).
+    ///   - refusal: why the state may change only through the store's owner (a replica's stream,
+    ///     a C store forwarding to another library): ``restore(version:)`` throws it.
     package init(
         erasedReducer reduce: @escaping (UnsafeMutableRawPointer, any Action) -> Void, adopting state: State, version: UInt64,
         readableInsideReducer: Bool = State.self is AnyObject.Type,
-        middleware: MiddlewareChain? = nil, keeper: ActionKeeper? = nil
+        middleware: [Middleware<State>] = [], keeper: ActionKeeper? = nil, refusingLocalChanges refusal: String? = nil
     ) {
         ActionContainer.checkLayout()
         self.keeper = keeper
+        let middleware = MiddlewareChain.make(middleware)
         self.middleware = middleware
         hasMiddleware = middleware != nil
+        localChangesRefusal = refusal
         self.reduce = reduce
         self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)

@@ -29,13 +29,13 @@ final class JSONCTreeStoreCore: CStoreCore {
         let store = Store(
             erasedReducer: { _, action in reducers.apply(action) },
             adopting: state, version: version, readableInsideReducer: true,
-            middleware: MiddlewareChain.make(CMiddleware.chain(middleware, owner: owner)),
+            middleware: CMiddleware.chain(middleware, owner: owner),
             // A C action borrows the caller's identifier and payload: the journal and the
             // action log keep a copy.
-            keeper: CActionKeeper.make(publishingIn: keptIdentifiers))
-        if forwarding != nil {
-            store.localChangesRefusal = "this store's order is decided by another library (a replicated store): its versions come from there"
-        }
+            keeper: CActionKeeper.make(publishingIn: keptIdentifiers),
+            refusingLocalChanges: forwarding == nil
+                ? nil
+                : "this store's order is decided by another library (a replicated store): its versions come from there")
         let handle = CStoreHandle(
             core: JSONCTreeStoreCore(store: store, keptIdentifiers: keptIdentifiers), forwarding: forwarding)
         // Only with middleware: a weak reference gives the handle a side table, after which

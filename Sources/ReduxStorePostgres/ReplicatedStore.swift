@@ -119,12 +119,16 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         case broadcast([Reducer<State>])
         case routed(Reducers<State>)
 
-        func makeStore(_ state: State, version: UInt64, middleware: MiddlewareChain?) -> Store<State> {
+        func makeStore(_ state: State, version: UInt64, middleware: @escaping Middleware<State>, refusal: String) -> Store<State> {
             switch self {
             case .broadcast(let reducers):
-                Store(reducers: reducers, adopting: state, version: version, middleware: middleware)
+                Store(
+                    reducers: reducers, adopting: state, version: version, middleware: [middleware],
+                    refusingLocalChanges: refusal)
             case .routed(let reducers):
-                Store(routing: reducers, adopting: state, version: version, middleware: middleware)
+                Store(
+                    routing: reducers, adopting: state, version: version, middleware: [middleware],
+                    refusingLocalChanges: refusal)
             }
         }
     }
@@ -149,9 +153,8 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         let gate = ReplicaGate(stream: stream.stream)
         let store = reducers.makeStore(
             opened.state == nil ? Store.deepCopy(state) : state,
-            version: opened.version, middleware: MiddlewareChain.make([gate.middleware() as Middleware<State>]))
-        store.localChangesRefusal =
-            "the store is a replica of stream \"\(stream.stream)\": its versions come from the stream"
+            version: opened.version, middleware: gate.middleware(),
+            refusal: "the store is a replica of stream \"\(stream.stream)\": its versions come from the stream")
         let replicator = Replicator(
             stream: stream, schema: opened.schema, options: options,
             target: SwiftReplicaTarget(store: store, gate: gate, actions: actions),

@@ -18,7 +18,7 @@ public typealias Middleware<State: Codable> =
 
 /// A store's middleware, erased so that the dispatch path names no type that depends on the
 /// state (no generic metadata per action); `nil` in a store without middleware.
-package final class MiddlewareChain: @unchecked Sendable {
+final class MiddlewareChain: @unchecked Sendable {
     // @unchecked: immutable; holds only the middleware, which are `@Sendable`.
 
     /// One middleware, taking the store as an object (the store passes itself: the chain holds no
@@ -42,7 +42,7 @@ package final class MiddlewareChain: @unchecked Sendable {
     }
 
     /// The chain of `middleware`, in order; `nil` for none.
-    package static func make<State: Codable>(_ middleware: [Middleware<State>]) -> MiddlewareChain? {
+    static func make<State: Codable>(_ middleware: [Middleware<State>]) -> MiddlewareChain? {
         guard !middleware.isEmpty else { return nil }
         return MiddlewareChain(middleware.map { middleware in
             Step { store, action, next in
@@ -95,7 +95,6 @@ extension Store {
         reducers: [Reducer<State>], state: State, middleware: [Middleware<State>]
     ) {
         self.init(
-            reducers: reducers, adopting: Self.deepCopy(state), version: 0,
-            middleware: MiddlewareChain.make(middleware))
+            reducers: reducers, adopting: Self.deepCopy(state), version: 0, middleware: middleware)
     }
 }

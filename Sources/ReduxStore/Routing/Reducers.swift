@@ -138,20 +138,19 @@ extension Store {
     ///   - middleware: called in this order for every action; none by default.
     public convenience init(reducers: Reducers<State>, state: State, middleware: [Middleware<State>] = []) {
         self.init(
-            routing: reducers, adopting: Self.deepCopy(state), version: 0,
-            middleware: MiddlewareChain.make(middleware))
+            routing: reducers, adopting: Self.deepCopy(state), version: 0, middleware: middleware)
     }
 
     /// `init(reducers:state:middleware:)` for a state the caller made (a restored file, a
     /// replay's start) and a version to start at.
     package convenience init(
         routing reducers: Reducers<State>, adopting state: State, version: UInt64,
-        middleware: MiddlewareChain? = nil
+        middleware: [Middleware<State>] = [], refusingLocalChanges refusal: String? = nil
     ) {
         let router = ReducerRouter(reducers.entries, decoders: reducers.actions.jsonActionDecoders)
         self.init(
             erasedReducer: { address, action in router.run(address, action) }, adopting: state,
-            version: version, middleware: middleware)
+            version: version, middleware: middleware, refusingLocalChanges: refusal)
     }
 
     /// Opens a store saved by ``save(to:)``, with routed reducers: its state and version as they
