@@ -6,7 +6,6 @@ protocol AnyStore: AnyObject, Sendable {
     func drainEnqueued(upTo target: UInt64?)
     func flush()
     func save(to path: String) throws(StoreError)
-    @discardableResult func removeChangeListener(_ listener: ChangeListener) -> Bool
 }
 
 extension Store: AnyStore {}

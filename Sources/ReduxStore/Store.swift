@@ -158,7 +158,6 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     deinit {
         finishAutosaveAtDeinit()
-        endChangeListenersAtDeinit()
         // Under the lock: a `changes()` sequence and the journal read the log through it,
         // holding the lock, not the store. Each is handed what it has not read.
         let journal = core.withLock { core in

@@ -82,9 +82,10 @@ protocol CStoreCore: AnyObject, Sendable {
 
     func removeObserver(_ token: ObserverToken) -> Bool
 
-    /// ``Store/addChangeListener(_:)`` and ``Store/removeChangeListener(_:)``.
-    func addChangeListener(_ listener: ChangeListener)
-    func removeChangeListener(_ listener: ChangeListener) -> Bool
+    /// ``Store/addChangeListener(key:includingPatches:receive:)`` and
+    /// ``Store/removeChangeListener(key:)``.
+    func addChangeListener(key: UInt64, includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void)
+    func removeChangeListener(key: UInt64) -> Bool
 
     func save(to path: String) throws(StoreError)
 
@@ -123,9 +124,11 @@ extension CStoreCore {
         store.readActionLog(after: version, limit: limit)
     }
 
-    func addChangeListener(_ listener: ChangeListener) { store.addChangeListener(listener) }
+    func addChangeListener(key: UInt64, includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void) {
+        store.addChangeListener(key: key, includingPatches: includingPatches, receive: receive)
+    }
 
-    func removeChangeListener(_ listener: ChangeListener) -> Bool { store.removeChangeListener(listener) }
+    func removeChangeListener(key: UInt64) -> Bool { store.removeChangeListener(key: key) }
 
     func makeSelection(_ pointer: JSONPointerText) -> StateSelection {
         PointerValue<State>(pointer: pointer).selection

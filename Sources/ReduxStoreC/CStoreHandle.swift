@@ -32,9 +32,9 @@ final class CStoreHandle: @unchecked Sendable {
         /// The observers C registered through this handle, by the number C holds (the token's
         /// `rawValue`), removed when it closes.
         var tokens: [UInt64: ObserverToken] = [:]
-        /// The change listeners C added through this handle, by their token; removed when it
-        /// closes.
-        var listeners: [UInt64: ChangeListener] = [:]
+        /// The tokens of the change listeners C added through this handle (their keys in the
+        /// store: unique among all stores); removed when it closes.
+        var listeners: Set<UInt64> = []
         /// Set by ``close()``: enqueueing is refused from then on.
         var closed = false
         /// An action was enqueued through this handle since ``close()`` last flushed.
@@ -146,20 +146,20 @@ final class CStoreHandle: @unchecked Sendable {
             if !lifecycle.withLock({ $0.enqueuedSinceFlush }) { break }
         }
         let closing = lifecycle.withLock {
-            state -> (tokens: [UInt64: ObserverToken].Values, listeners: [UInt64: ChangeListener].Values)? in
+            state -> (tokens: [UInt64: ObserverToken].Values, listeners: Set<UInt64>)? in
             // A retain after the count reached 0 revived the store; a concurrent close of that
             // owner's release may have closed it already.
             guard !state.closed, references.load(ordering: .acquiring) == 0 else { return nil }
             state.closed = true
             defer {
                 state.tokens = [:]
-                state.listeners = [:]
+                state.listeners = []
             }
-            return (state.tokens.values, state.listeners.values)
+            return (state.tokens.values, state.listeners)
         }
         guard let closing else { return }
         for token in closing.tokens { _ = core.removeObserver(token) }
-        for listener in closing.listeners { _ = core.removeChangeListener(listener) }
+        for key in closing.listeners { _ = core.removeChangeListener(key: key) }
         lifecycle.withLock { $0.keepAlive = nil }
     }
 
@@ -245,23 +245,20 @@ final class CStoreHandle: @unchecked Sendable {
 
     /// Adds a C change listener; returns its token.
     func addChangeListener(_ call: CChangeCall, includingPatches: Bool) -> UInt64 {
-        let listener = ChangeListener(includingPatches: includingPatches) { record in
-            call(record, includingPatch: includingPatches)
-        }
         let token = Self.nextListenerToken.wrappingAdd(1, ordering: .relaxed).oldValue
         // Known to the handle before it can be called, so that it may remove itself.
-        lifecycle.withLock { $0.listeners[token] = listener }
-        core.addChangeListener(listener)
+        lifecycle.withLock { _ = $0.listeners.insert(token) }
+        core.addChangeListener(key: token, includingPatches: includingPatches) { record in
+            call(record, includingPatch: includingPatches)
+        }
         return token
     }
 
     /// Removes the change listener C knows by `token` if it was added through this handle;
     /// `false` for any other number.
     func removeChangeListener(token: UInt64) -> Bool {
-        guard let listener = lifecycle.withLock({ $0.listeners.removeValue(forKey: token) }) else {
-            return false
-        }
-        return core.removeChangeListener(listener)
+        guard lifecycle.withLock({ $0.listeners.remove(token) != nil }) else { return false }
+        return core.removeChangeListener(key: token)
     }
 
     private static let nextListenerToken = Atomic<UInt64>(1)

@@ -4,15 +4,15 @@ import DequeModule
 /// with the record of each applied action, under the store's lock, on the thread applying it, in
 /// version order (as a reducer is: it may read the store and dispatch, which queues the action
 /// after the current one, but not wait for another thread that dispatches to the store).
-package final class ChangeListener: @unchecked Sendable {
-    // @unchecked: `receive` and `end` are called under the store's lock only; `isRemoved` is
-    // changed under it too.
+final class ChangeListener: @unchecked Sendable {
+    // @unchecked: `receive` is called under the store's lock only; `isRemoved` is changed under
+    // it too.
 
+    /// The adder's name for it (``Store/addChangeListener(key:includingPatches:receive:)``).
+    let key: UInt64
     /// Whether the records it receives carry the action's patch.
     let includingPatches: Bool
     let receive: (ChangeRecord) -> Void
-    /// Called once when the listener is removed or the store is freed.
-    private let end: () -> Void
     /// Set under the store's lock once removed: not called again, also not for the record in
     /// progress.
     private(set) var isRemoved = false
@@ -21,21 +21,14 @@ package final class ChangeListener: @unchecked Sendable {
     /// Its claim on the action log, whose newest record it is handed (set under the lock).
     fileprivate var token: UInt64 = 0
 
-    package init(
-        includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void,
-        end: @escaping () -> Void = {}
-    ) {
+    init(key: UInt64, includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void) {
+        self.key = key
         self.includingPatches = includingPatches
         self.receive = receive
-        self.end = end
     }
 
-    /// Marks it removed; the caller holds the store's lock. Then ``ended()`` runs its end, once
-    /// the lock is released (ending an async sequence runs its termination handler, which
-    /// removes the listener, which takes the lock).
+    /// Marks it removed; the caller holds the store's lock.
     fileprivate func markRemoved() { isRemoved = true }
-
-    fileprivate func ended() { end() }
 }
 
 extension Store {
@@ -91,9 +84,18 @@ extension Store {
         return AsyncStream(unfolding: { await reader.next() }, onCancel: { reader.cancel() })
     }
 
-    /// Adds `listener` to the change feed: it hears every action applied after this returns
-    /// (from inside a reducer, after the current one).
-    package func addChangeListener(_ listener: ChangeListener) {
+    /// Adds a listener to the change feed: `receive` is called with the record of every action
+    /// applied after this returns (from inside a reducer, after the current one), as
+    /// ``ChangeListener`` says, until ``removeChangeListener(key:)`` with the same `key`.
+    ///
+    /// - Parameters:
+    ///   - key: the caller's name for the listener, unique among this store's listeners; known to
+    ///     the caller before the listener can be called, so that the listener may remove itself.
+    ///   - includingPatches: whether each record carries the action's patch.
+    package func addChangeListener(
+        key: UInt64, includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void
+    ) {
+        let listener = ChangeListener(key: key, includingPatches: includingPatches, receive: receive)
         withCoreLocked { core, insideReducer in addChangeListenerLocked(listener, core: core, insideReducer: insideReducer) }
     }
 
@@ -111,32 +113,19 @@ extension Store {
         core.pointee.recorder = recorder
     }
 
-    /// Removes `listener`: once this returns it is never called again (a call running on
-    /// another thread holds the store's lock, which this waits for). `false` when it was not
-    /// listening.
+    /// Removes the listener added with `key`: once this returns it is never called again (a call
+    /// running on another thread holds the store's lock, which this waits for). `false` when no
+    /// listener of this store has that key.
     @discardableResult
-    package func removeChangeListener(_ listener: ChangeListener) -> Bool {
-        let removed = withCoreLocked { core, _ in
+    package func removeChangeListener(key: UInt64) -> Bool {
+        withCoreLocked { core, _ in
             guard let recorder = core.pointee.recorder,
-                  let index = recorder.listeners.firstIndex(where: { $0 === listener })
+                  let index = recorder.listeners.firstIndex(where: { $0.key == key })
             else { return false }
-            recorder.listeners.remove(at: index)
+            let listener = recorder.listeners.remove(at: index)
             listener.markRemoved()
             _ = closeClaimLocked(listener.token, core: core)
             return true
-        }
-        if removed { listener.ended() }
-        return removed
-    }
-
-    /// Ends every listener (their sequences finish): the store is being freed.
-    func endChangeListenersAtDeinit() {
-        guard let recorder = core.unsafe.valuePointer.pointee.recorder else { return }
-        let listeners = recorder.listeners
-        recorder.listeners = []
-        for listener in listeners {
-            listener.markRemoved()
-            listener.ended()
         }
     }
 }
