@@ -62,7 +62,7 @@ protocol CStoreCore: AnyObject, Sendable {
     func openActionLog(_ capacity: Int, ticked: Bool) -> UInt64
     func closeActionLog(_ token: UInt64) -> Bool
     func tickActionLog()
-    func readActionLog(after version: UInt64, limit: Int) -> ActionLogRead?
+    func readActionLog(after version: UInt64, limit: Int) -> (records: [ChangeRecord], dropped: UInt64, version: UInt64)?
 
     /// A NEW json-c tree of the state, and the version it is at.
     func currentState() throws(StoreError) -> (tree: OpaquePointer?, version: UInt64)
@@ -120,7 +120,7 @@ extension CStoreCore {
     func openActionLog(_ capacity: Int, ticked: Bool) -> UInt64 { store.openActionLog(capacity, ticked: ticked) }
     func closeActionLog(_ token: UInt64) -> Bool { store.closeActionLog(token) }
     func tickActionLog() { store.tickActionLog() }
-    func readActionLog(after version: UInt64, limit: Int) -> ActionLogRead? {
+    func readActionLog(after version: UInt64, limit: Int) -> (records: [ChangeRecord], dropped: UInt64, version: UInt64)? {
         store.readActionLog(after: version, limit: limit)
     }
 

@@ -1,13 +1,3 @@
-/// What ``Store/readActionLog(after:limit:wake:)`` read at one instant.
-package struct ActionLogRead: Sendable {
-    /// The records of the versions after the one asked for, oldest first (the oldest `limit`).
-    package var records: [ChangeRecord]
-    /// How many versions after the one asked for are left out, older than the log holds.
-    package var dropped: UInt64
-    /// The store's version when read.
-    package var version: UInt64
-}
-
 extension Store {
     /// Opens a reader's claim on the action log: the store keeps the records of the last
     /// `capacity` applied actions (without patches; as many as the largest open claim asks for)
@@ -61,19 +51,20 @@ extension Store {
         withCoreLocked { core, _ in core.pointee.actionLog.tick() }
     }
 
-    /// Reads the action log (``openActionLog(_:ticked:)``) at one instant: the records after
-    /// `version` (at most the oldest `limit`) and the store's version. When there is no record
-    /// after `version`, `wake` (if given) is left for the next record to call, once, under the
-    /// store's lock (beside those other readers left): it must only signal. `nil` when no log is
-    /// kept (`wake` is then not kept either).
+    /// Reads the action log (``openActionLog(_:ticked:)``) at one instant: the `records` of the
+    /// versions after `version`, oldest first (the oldest `limit`); how many versions after it
+    /// are left out, older than the log holds (`dropped`); and the store's `version` when read.
+    /// When there is no record after `version`, `wake` (if given) is left for the next record to
+    /// call, once, under the store's lock (beside those other readers left): it must only
+    /// signal. `nil` when no log is kept (`wake` is then not kept either).
     package func readActionLog(
         after version: UInt64, limit: Int = .max, wake: (@Sendable () -> Void)? = nil
-    ) -> ActionLogRead? {
-        withCoreLocked { core, _ -> ActionLogRead? in
+    ) -> (records: [ChangeRecord], dropped: UInt64, version: UInt64)? {
+        withCoreLocked { core, _ in
             guard core.pointee.actionLog.isOn else { return nil }
             let (records, dropped) = core.pointee.actionLog.records(after: version, limit: limit, patches: false)
             if records.isEmpty, let wake { core.pointee.actionLog.arm(wake) }
-            return ActionLogRead(records: records, dropped: dropped, version: core.pointee.version)
+            return (records, dropped, core.pointee.version)
         }
     }
 }
