@@ -20,10 +20,13 @@ import Glibc
 ///   patch attached;
 /// - the observers that asked for patches (``Store/addObserver(forName:includingPatch:using:)``)
 ///   share one holding claim, read at each round they hear: the patches of every record since
-///   the last round, joined (``takePatches(_:)``).
+///   the last round, joined (``takePatches(_:)``);
+/// - the history (``Store/keepHistory(_:)``) keeps the newest records through its claim, and
+///   reads the state's snapshot attached to each (``snapshot(at:)``).
 ///
-/// The patch of each record, while a claim asks for patches, is made by the ``Recorder`` and
-/// attached here (``attachPatch(_:error:)``). A reader may leave a wake-up that the next record
+/// The patch of each record, while a claim asks for patches, and the state's snapshot after it,
+/// while a claim asks for snapshots, are made by the ``Recorder`` and attached here
+/// (``attachPatch(_:error:)``, ``attachSnapshot(_:)``). A reader may leave a wake-up that the next record
 /// calls, so it can wait for changes without polling and without a call per action. Records
 /// no claim needs any more (read by every claim that reads from a cursor, older than those the
 /// others keep) are released as they are read: memory follows the readers' backlog.
@@ -91,6 +94,10 @@ struct ActionLog {
         var operations: [JSONPatch.Operation]?
         var error: String?
     }
+    /// The state's snapshot after each record's action (``attachSnapshot(_:)``), a slot for each
+    /// of the ring's while a claim asks for snapshots (the history's); empty otherwise. `nil`
+    /// for a record whose state could not be encoded, or made before a claim asked.
+    private var snapshots: [SnapshotTape?] = []
     /// The lowest cursor of a holding claim (`.max`: none): the ring never overwrites a record
     /// after it.
     private var held: UInt64 = .max
@@ -111,6 +118,8 @@ struct ActionLog {
         /// Whether the reader asks for the clock only when ticked (``tick()``).
         var ticked: Bool
         var patches = false
+        /// Whether the reader reads the state's snapshot after each record (the history).
+        var snapshots = false
         /// The newest version a reader from a cursor read through the claim (``read(_:limit:)``).
         var cursor: UInt64 = 0
         /// The sequence reading through the claim, handed its unread records when the store is
@@ -182,6 +191,10 @@ struct ActionLog {
     /// (``attachPatch(_:error:)``).
     var wantsPatches: Bool { !patches.isEmpty }
 
+    /// Whether a claim asks for snapshots: the recorder encodes the state after each record's
+    /// action and attaches it (``attachSnapshot(_:)``).
+    var wantsSnapshots: Bool { !snapshots.isEmpty }
+
     /// Removes a reader's claim; false for an unknown token.
     mutating func close(_ token: UInt64) -> Bool {
         guard let index = index(of: token) else { return false }
@@ -195,16 +208,16 @@ struct ActionLog {
         resize(
             to: claims.map(\.capacity).max() ?? 0,
             ticked: !claims.isEmpty && claims.allSatisfy(\.ticked),
-            patches: claims.contains { $0.patches })
+            patches: claims.contains { $0.patches }, snapshots: claims.contains { $0.snapshots })
         release()
     }
 
     /// Keeps the newest `limit` records (0: none), the newest of those it has, in a ring of at
     /// most ``firstSlots`` that grows as records come; with `ticked`, a record reads the clock
-    /// only after a ``tick()``; with `wanted`, each record's patch. Every record a holding claim
-    /// has not read is kept. The ring is made smaller only when it must drop records or would
-    /// stand more than half empty.
-    private mutating func resize(to limit: Int, ticked: Bool, patches wanted: Bool) {
+    /// only after a ``tick()``; with `wanted`, each record's patch; with `snapshotsWanted`, the
+    /// state's snapshot after each. Every record a holding claim has not read is kept. The ring
+    /// is made smaller only when it must drop records or would stand more than half empty.
+    private mutating func resize(to limit: Int, ticked: Bool, patches wanted: Bool, snapshots snapshotsWanted: Bool) {
         self.ticked = ticked
         clockDue = true
         self.limit = max(limit, 0)
@@ -217,6 +230,9 @@ struct ActionLog {
         }
         if wanted != wantsPatches {
             patches = wanted ? Array(repeating: Patch(), count: capacity) : []
+        }
+        if snapshotsWanted != wantsSnapshots {
+            snapshots = snapshotsWanted ? Array(repeating: nil, count: capacity) : []
         }
         if capacity == 0, armed { ring() }
     }
@@ -233,13 +249,14 @@ struct ActionLog {
 
     /// Makes the ring `capacity` records long (0: none). The newest records it has move to the
     /// new columns, oldest first, as they are (none is copied); those that do not fit are
-    /// destroyed. Their marks and patches stay.
+    /// destroyed. Their marks, patches and snapshots stay.
     private mutating func reallocate(to capacity: Int) {
         let dropped = max(count &- capacity, 0)
         for _ in 0..<dropped { destroyOldest() }
         var actions: UnsafeMutablePointer<any Action>?
         var sources: UnsafeMutablePointer<DispatchSite>?
         var patches: [Patch] = []
+        var snapshots: [SnapshotTape?] = []
         if capacity > 0 {
             actions = .allocate(capacity: capacity)
             sources = .allocate(capacity: capacity)
@@ -249,6 +266,7 @@ struct ActionLog {
                 as: UInt8.self, repeating: 0, count: capacity * MemoryLayout<any Action>.stride)
             #endif
             if !self.patches.isEmpty { patches = Array(repeating: Patch(), count: capacity) }
+            if !self.snapshots.isEmpty { snapshots = Array(repeating: nil, count: capacity) }
         }
         if let oldActions = self.actions, let oldSources = self.sources {
             // From the oldest to the end of the old columns, then from their start.
@@ -260,12 +278,16 @@ struct ActionLog {
             for offset in 0..<min(count, patches.count) {
                 swap(&patches[offset], &self.patches[(start &+ offset) % self.capacity])
             }
+            for offset in 0..<min(count, snapshots.count) {
+                swap(&snapshots[offset], &self.snapshots[(start &+ offset) % self.capacity])
+            }
             oldActions.deallocate()
             oldSources.deallocate()
         }
         self.actions = actions
         self.sources = sources
         self.patches = patches
+        self.snapshots = snapshots
         self.capacity = capacity
         start = 0
         if capacity == 0 {
@@ -282,6 +304,7 @@ struct ActionLog {
         UnsafeMutableRawPointer(slot).initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<any Action>.stride)
         #endif
         if !patches.isEmpty { patches[start] = Patch() }
+        if !snapshots.isEmpty { snapshots[start] = nil }
         start = start &+ 1 == capacity ? 0 : start &+ 1
         count &-= 1
         if count == 0 { start = 0 }
@@ -350,6 +373,29 @@ struct ActionLog {
     mutating func attachPatch(_ operations: [JSONPatch.Operation]?, error: String?) {
         guard count > 0, !patches.isEmpty else { return }
         patches[(start &+ count &- 1) % capacity] = Patch(operations: operations, error: error)
+    }
+
+    /// Attaches the state's snapshot after the newest record's action (`nil`: it could not be
+    /// encoded); the log wants snapshots (``wantsSnapshots``). The slot may hold the snapshot of
+    /// the record it overwrote: every record while snapshots are wanted gets one, `nil` or not.
+    mutating func attachSnapshot(_ tape: SnapshotTape?) {
+        guard count > 0, !snapshots.isEmpty else { return }
+        snapshots[(start &+ count &- 1) % capacity] = tape
+    }
+
+    /// The state's snapshot after the action of `version`, if the ring holds its record and one
+    /// was attached.
+    func snapshot(at version: UInt64) -> SnapshotTape? {
+        guard count > 0, !snapshots.isEmpty, version <= newest, version > newest &- UInt64(count) else { return nil }
+        return snapshots[(start &+ Int(version &- (newest &- UInt64(count) &+ 1))) % capacity]
+    }
+
+    /// The versions after `version` whose records the ring holds with a snapshot, oldest first.
+    func snapshotVersions(after version: UInt64) -> [UInt64] {
+        guard count > 0, !snapshots.isEmpty, version < newest else { return [] }
+        let oldest = newest &- UInt64(count) &+ 1
+        let first = max(version &+ 1, oldest)
+        return (first...newest).filter { snapshots[(start &+ Int($0 &- oldest)) % capacity] != nil }
     }
 
     /// How ``place(_:source:keeper:)`` wrote an action into its slot.
@@ -515,6 +561,7 @@ struct ActionLog {
             let (time, batch) = marks.next(version, in: self)
             var patch = Patch()
             if !patches.isEmpty { swap(&patch, &patches[start]) }
+            if !snapshots.isEmpty { snapshots[start] = nil }
             result.append(ChangeRecord(
                 version: version, action: (actions + start).move(), nanoseconds: time, batch: batch,
                 patch: patch.operations, patchError: patch.error, source: sources[start]))
@@ -701,6 +748,16 @@ struct ActionLog {
         checkSlots()
         precondition(patches.isEmpty || (patches.count == capacity && claims.contains { $0.patches }),
                      "ReduxStore: the action log's patches do not match its ring or its claims")
+        precondition((snapshots.isEmpty || (snapshots.count == capacity && claims.contains { $0.snapshots }))
+                     && (snapshots.isEmpty == (capacity == 0 || !claims.contains { $0.snapshots })),
+                     "ReduxStore: the action log's snapshots do not match its ring or its claims")
+        if !snapshots.isEmpty, capacity <= 256 {
+            // A free slot holds no snapshot: released records let theirs go.
+            for offset in count..<capacity {
+                precondition(snapshots[(start + offset) % capacity] == nil,
+                             "ReduxStore: the action log keeps a snapshot in a free slot")
+            }
+        }
         precondition(held == (claims.filter(\.holds).map(\.cursor).min() ?? .max),
                      "ReduxStore: the action log's held cursor is not its holding claims' lowest")
         guard count > 0 else { return }

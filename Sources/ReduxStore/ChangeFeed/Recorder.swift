@@ -1,10 +1,8 @@
-import DequeModule
-
 /// What the change feed makes of an applied action besides its record in the action log
 /// (``ActionLog``, which the journal, `changes()` sequences, the live inspectors, the C face's
-/// listeners and the observers of patches read): the state's snapshot for the history
-/// (``Store/keepHistory(_:)``), the action's patch, attached to the record, and the calls of the
-/// C face's listeners, each handed the log's newest record. Touched only under the
+/// listeners, the observers of patches and the history read): the state's snapshot and the
+/// action's patch, attached to the record, and the calls of the C face's listeners, each handed
+/// the log's newest record. Touched only under the
 /// store's lock; the store's `recorder` field is `nil` while nobody wants any of it, so a
 /// dispatch then tests one field.
 final class Recorder {
@@ -44,34 +42,55 @@ final class Recorder {
     }
 }
 
-/// The snapshots of the last versions (``Store/keepHistory(_:)``): encoded tapes, oldest first.
+/// The history (``Store/keepHistory(_:)``): a claim on the action log, which keeps the newest
+/// `limit` records with the state's snapshot after each (``ActionLog/snapshot(at:)``), and the
+/// snapshot of the version it was turned on at, which no record stands for, until that version
+/// is no longer among the last `limit`.
 final class History {
     let limit: Int
-    /// A ring (`Deque`): a full history drops its oldest in constant time.
-    private(set) var versions: Deque<(version: UInt64, tape: SnapshotTape)> = []
+    /// Its claim on the action log.
+    let token: UInt64
+    /// The state at the version the history was turned on at, if it could be encoded.
+    private(set) var base: (version: UInt64, tape: SnapshotTape)?
 
-    init(limit: Int) { self.limit = limit }
-
-    func append(_ version: UInt64, _ tape: SnapshotTape) {
-        if versions.count == limit { versions.removeFirst() }
-        versions.append((version, tape))
+    init(limit: Int, token: UInt64, base: (version: UInt64, tape: SnapshotTape)?) {
+        self.limit = limit
+        self.token = token
+        self.base = base
     }
 
-    func tape(at version: UInt64) -> SnapshotTape? {
-        versions.last { $0.version == version }?.tape
+    /// The oldest version of the last `limit` at `version` (the store's).
+    private func oldestKept(at version: UInt64) -> UInt64 {
+        version >= UInt64(limit) ? version &- UInt64(limit) &+ 1 : 0
     }
 
-    func trim(to limit: Int) -> History {
-        let trimmed = History(limit: limit)
-        for entry in versions.suffix(limit) { trimmed.append(entry.version, entry.tape) }
-        return trimmed
+    /// The versions it keeps, oldest first, when the store is at `version`.
+    func versions(at version: UInt64, in log: borrowing ActionLog) -> [UInt64] {
+        let oldest = oldestKept(at: version)
+        var versions: [UInt64] = []
+        if let base, base.version >= oldest { versions.append(base.version) }
+        let after = max(oldest, 1) &- 1
+        versions += log.snapshotVersions(after: max(after, base?.version ?? 0))
+        return versions
+    }
+
+    /// The snapshot of `version` if it keeps it, the store being at `current`.
+    func tape(at version: UInt64, current: UInt64, in log: borrowing ActionLog) -> SnapshotTape? {
+        guard version >= oldestKept(at: current), version <= current else { return nil }
+        if let base, base.version == version { return base.tape }
+        return log.snapshot(at: version)
+    }
+
+    /// Lets the base go once it left the last `limit` versions (the store is at `version`).
+    func forgetBase(at version: UInt64) {
+        if let base, base.version < oldestKept(at: version) { self.base = nil }
     }
 }
 
 extension Store {
     /// Makes what the change feed wants of the action just applied as `version`, whose record
-    /// the action log holds already: the history's snapshot, the patch (attached to the log's
-    /// record), and the listeners' calls, each handed the log's record. The caller, the apply
+    /// the action log holds already: the state's snapshot for the history and the patch (both
+    /// attached to the log's record), and the listeners' calls, each handed the log's record. The caller, the apply
     /// transaction, holds the lock.
     @inline(never)
     func recordLocked(at version: UInt64, in recorder: Recorder) {
@@ -79,10 +98,9 @@ extension Store {
         var tape: SnapshotTape?
         if let history = recorder.history {
             let encoded = SnapshotTape()
-            if (try? core.pointee.encoder.encode(state.pointee, into: encoded)) != nil {
-                history.append(version, encoded)
-                tape = encoded
-            }
+            if (try? core.pointee.encoder.encode(state.pointee, into: encoded)) != nil { tape = encoded }
+            core.pointee.actionLog.attachSnapshot(tape)
+            history.forgetBase(at: version)
         }
         if core.pointee.actionLog.wantsPatches {
             let now = stateAsJSONLocked(tape: tape)

@@ -2,28 +2,49 @@ extension Store {
     /// Keeps the snapshots of the last `count` versions, for ``restore(version:)``: the current
     /// version's from now on, and each later version's as it is applied.
     ///
+    /// The history is a reader of the store's action log (<doc:ChangeFeed>): the log keeps the
+    /// records of the last `count` actions, each with the state's snapshot after it attached,
+    /// and the history keeps the snapshot of the version it was turned on at until that version
+    /// is no longer among the last `count`.
+    ///
     /// Memory: `count` encoded snapshot tapes (about the size of the state's JSON text each, see
-    /// `Benchmarks/README.md`, "What inspection costs"), not live copies; each applied action costs one snapshot
-    /// encode. `keepHistory(0)` turns it off and frees the tapes; a smaller count drops the oldest.
+    /// `Benchmarks/README.md`, "What inspection costs") and their records, not live copies; each
+    /// applied action costs one snapshot encode. `keepHistory(0)` turns it off and frees the
+    /// tapes; a smaller count drops the oldest; a larger one keeps the snapshots the log still
+    /// holds.
     public func keepHistory(_ count: Int) {
         withCoreLocked { core, insideReducer in
             let recorder = core.pointee.recorder ?? Recorder()
+            core.pointee.recorder = recorder
+            let old = recorder.history
             if count <= 0 {
                 recorder.history = nil
-            } else if let history = recorder.history {
-                recorder.history = history.limit == count ? history : history.trim(to: count)
+            } else if let old {
+                if old.limit != count {
+                    // The new claim opens before the old one closes: the records and their
+                    // snapshots stay in the ring.
+                    let token = openClaimLocked(
+                        ActionLog.Claim(capacity: count, ticked: true, snapshots: true), core: core,
+                        insideReducer: insideReducer)
+                    recorder.history = History(limit: count, token: token, base: old.base)
+                }
             } else {
-                let history = History(limit: count)
+                // (Its claim is ticked: the history reads no time, so it leaves the clock to
+                // the claims that do.)
                 // The version now (at rest; inside a reducer the state is being changed).
+                var base: (version: UInt64, tape: SnapshotTape)?
                 if !insideReducer || readableInsideReducer {
                     let tape = SnapshotTape()
                     if (try? core.pointee.encoder.encode(state.pointee, into: tape)) != nil {
-                        history.append(core.pointee.version, tape)
+                        base = (core.pointee.version, tape)
                     }
                 }
-                recorder.history = history
+                let token = openClaimLocked(
+                    ActionLog.Claim(capacity: count, ticked: true, snapshots: true), core: core,
+                    insideReducer: insideReducer)
+                recorder.history = History(limit: count, token: token, base: base)
             }
-            core.pointee.recorder = recorder
+            if let old, old !== recorder.history { _ = closeClaimLocked(old.token, core: core) }
             core.pointee.dropRecorderIfIdle()
         }
     }
@@ -33,14 +54,18 @@ extension Store {
     /// or a state whose Codable conformance fails. The store does not change (C:
     /// `rdx_store_state_at_version`).
     public func historyState(at version: UInt64) -> State? {
-        guard let tape = withCoreLocked({ core, _ in core.pointee.recorder?.history?.tape(at: version) })
+        guard let tape = withCoreLocked({ core, _ in
+            core.pointee.recorder?.history?.tape(at: version, current: core.pointee.version, in: core.pointee.actionLog)
+        })
         else { return nil }
         return try? SnapshotDecoder.decode(State.self, from: tape)
     }
 
     /// The versions whose snapshots the history keeps, oldest first.
     public var historyVersions: [UInt64] {
-        withCoreLocked { core, _ in core.pointee.recorder?.history?.versions.map(\.version) ?? [] }
+        withCoreLocked { core, _ in
+            core.pointee.recorder?.history?.versions(at: core.pointee.version, in: core.pointee.actionLog) ?? []
+        }
     }
 
     /// Makes the state equal to that of `version` (kept by ``keepHistory(_:)``), as a new
@@ -64,8 +89,8 @@ extension Store {
             guard let history = core.pointee.recorder?.history else {
                 throw StoreError(.invalidArgument, "restore(version: \(version)): no history is kept (keepHistory(_:))")
             }
-            guard let tape = history.tape(at: version) else {
-                let kept = history.versions.map(\.version)
+            guard let tape = history.tape(at: version, current: core.pointee.version, in: core.pointee.actionLog) else {
+                let kept = history.versions(at: core.pointee.version, in: core.pointee.actionLog)
                 let range = kept.isEmpty ? "none" : "\(kept.first!)–\(kept.last!)"
                 throw StoreError(.invalidArgument, "restore(version: \(version)): not in the history (kept: \(range))")
             }

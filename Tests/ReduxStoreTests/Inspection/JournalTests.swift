@@ -559,6 +559,53 @@ struct JournalTests {
         #expect(throws: StoreError.self) { try store.restore(version: 6) }
     }
 
+    @Test("the history reads the action log: its snapshots are the records', its window the last count versions")
+    func historyReadsTheLog() throws {
+        let store = Store(reducers: [modelReducer], state: Model())
+        #expect(store.readActionLog(after: 0) == nil)  // nobody reads: no ring
+        store.dispatchAction(Add(amount: 1))
+        store.keepHistory(3)
+        // The history's claim keeps the ring on: the records are the log's.
+        #expect(store.readActionLog(after: 0)?.records.isEmpty == true)
+        #expect(store.historyVersions == [1])  // the state it was turned on at
+        for amount in 2...6 { store.dispatchAction(Add(amount: amount)) }  // totals 3 6 10 15 21
+        #expect(store.historyVersions == [4, 5, 6])
+        #expect(store.readActionLog(after: 0)?.records.map(\.version) == [4, 5, 6])
+        #expect((4...6).map { store.historyState(at: $0)?.total } == [10, 15, 21])
+        #expect(store.historyState(at: 3) == nil && store.historyState(at: 7) == nil)
+
+        // A larger claim beside it keeps more records; the history still keeps its last three.
+        let inspector = store.openActionLog(10)
+        for amount in 7...9 { store.dispatchAction(Add(amount: amount)) }
+        #expect(store.readActionLog(after: 0)?.records.map(\.version) == [4, 5, 6, 7, 8, 9])
+        #expect(store.historyVersions == [7, 8, 9])
+        // A larger history: the last five versions, whose snapshots the ring still holds.
+        store.keepHistory(5)
+        #expect(store.historyVersions == [5, 6, 7, 8, 9])
+        #expect(store.historyState(at: 5)?.total == 15)
+        for amount in 10...12 { store.dispatchAction(Add(amount: amount)) }
+        #expect(store.historyVersions == [8, 9, 10, 11, 12])
+        let eight = try #require(store.historyState(at: 8))
+        try store.restore(version: 8)
+        #expect(store.historyVersions == [9, 10, 11, 12, 13])
+        #expect(store.historyState(at: 13) == eight && store.currentState() == eight)
+        // A smaller one drops the oldest.
+        store.keepHistory(2)
+        #expect(store.historyVersions == [12, 13])
+
+        // Off: the ring stays for the inspector's claim, without snapshots; closed, it goes.
+        store.keepHistory(0)
+        #expect(store.historyVersions.isEmpty)
+        store.closeActionLog(inspector)
+        #expect(store.readActionLog(after: 0) == nil)
+        // On again: from the state now, nothing older.
+        store.keepHistory(4)
+        #expect(store.historyVersions == [13])
+        store.dispatchAction(Add(amount: 1))
+        #expect(store.historyVersions == [13, 14])
+        #expect(store.historyState(at: 14)?.total == store.currentState().total)
+    }
+
     @Test("a restore inside a reducer is refused")
     func restoreInsideReducer() {
         let box = WeakStore<CounterState>()
