@@ -384,6 +384,12 @@ case "actionlog-o0":
     for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
     _ = rdx_store_close_action_log(handle, claim)
     rdx_store_release(handle)
+case "history":
+    // dispatch-o0 with the last 100 versions kept for restore (as an inspector that allows
+    // restore keeps them): a snapshot encode of the counter and its record per dispatch.
+    let store = Store(reducers: [add], state: Counter())
+    store.keepHistory(100)
+    for _ in 0..<count { store.dispatchAction(Increment(amount: 1)) }
 case "changes-o0", "changes-read":
     // dispatch-o0 with a `changes()` sequence open: not read (what it costs the dispatching
     // thread), or read to the end after the dispatches (all it costs, the reading included).
