@@ -2,9 +2,8 @@
 /// (``ActionLog``, which the journal, `changes()` sequences, the live inspectors, the C face's
 /// listeners, the observers of patches and the history read): the state's snapshot and the
 /// action's patch, attached to the record, and the calls of the C face's listeners, each handed
-/// the log's newest record. Touched only under the
-/// store's lock; the store's `recorder` field is `nil` while nobody wants any of it, so a
-/// dispatch then tests one field.
+/// the log's newest record. Touched only under the store's lock; the store's `recorder` field is
+/// `nil` while nobody wants any of it, so a dispatch then tests one field.
 final class Recorder {
     var history: History?
     /// The listeners, in the order they were added.
@@ -90,8 +89,8 @@ final class History {
 extension Store {
     /// Makes what the change feed wants of the action just applied as `version`, whose record
     /// the action log holds already: the state's snapshot for the history and the patch (both
-    /// attached to the log's record), and the listeners' calls, each handed the log's record. The caller, the apply
-    /// transaction, holds the lock.
+    /// attached to the log's record), and the listeners' calls, each handed the log's record. The
+    /// caller, the apply transaction, holds the lock.
     @inline(never)
     func recordLocked(at version: UInt64, in recorder: Recorder) {
         let core = core.unsafe.valuePointer

@@ -13,6 +13,8 @@ extension Store {
     /// tapes; a smaller count drops the oldest; a larger one keeps the snapshots the log still
     /// holds.
     public func keepHistory(_ count: Int) {
+        // The history's claim is ticked: it reads no time, so it leaves the clock to the claims
+        // that do.
         withCoreLocked { core, insideReducer in
             let recorder = core.pointee.recorder ?? Recorder()
             core.pointee.recorder = recorder
@@ -29,8 +31,6 @@ extension Store {
                     recorder.history = History(limit: count, token: token, base: old.base)
                 }
             } else {
-                // (Its claim is ticked: the history reads no time, so it leaves the clock to
-                // the claims that do.)
                 // The version now (at rest; inside a reducer the state is being changed).
                 var base: (version: UInt64, tape: SnapshotTape)?
                 if !insideReducer || readableInsideReducer {
