@@ -387,15 +387,20 @@ struct ActionLog {
     /// was attached.
     func snapshot(at version: UInt64) -> SnapshotTape? {
         guard count > 0, !snapshots.isEmpty, version <= newest, version > newest &- UInt64(count) else { return nil }
-        return snapshots[(start &+ Int(version &- (newest &- UInt64(count) &+ 1))) % capacity]
+        return snapshots[slot(of: version)]
     }
 
     /// The versions after `version` whose records the ring holds with a snapshot, oldest first.
     func snapshotVersions(after version: UInt64) -> [UInt64] {
         guard count > 0, !snapshots.isEmpty, version < newest else { return [] }
-        let oldest = newest &- UInt64(count) &+ 1
-        let first = max(version &+ 1, oldest)
-        return (first...newest).filter { snapshots[(start &+ Int($0 &- oldest)) % capacity] != nil }
+        let first = max(version &+ 1, newest &- UInt64(count) &+ 1)
+        return (first...newest).filter { snapshots[slot(of: $0)] != nil }
+    }
+
+    /// The slot of the record of `version`, which the ring holds.
+    @inline(__always)
+    private func slot(of version: UInt64) -> Int {
+        (start &+ Int(version &- (newest &- UInt64(count) &+ 1))) % capacity
     }
 
     /// How ``place(_:source:keeper:)`` wrote an action into its slot.

@@ -21,24 +21,18 @@ extension Store {
             let old = recorder.history
             if count <= 0 {
                 recorder.history = nil
-            } else if let old {
-                if old.limit != count {
-                    // The new claim opens before the old one closes: the records and their
-                    // snapshots stay in the ring.
-                    let token = openClaimLocked(
-                        ActionLog.Claim(capacity: count, ticked: true, snapshots: true), core: core,
-                        insideReducer: insideReducer)
-                    recorder.history = History(limit: count, token: token, base: old.base)
-                }
-            } else {
-                // The version now (at rest; inside a reducer the state is being changed).
-                var base: (version: UInt64, tape: SnapshotTape)?
-                if !insideReducer || readableInsideReducer {
+            } else if old?.limit != count {
+                // A new count keeps the base a history had; a new history takes the version now
+                // (at rest; inside a reducer the state is being changed).
+                var base = old?.base
+                if old == nil, !insideReducer || readableInsideReducer {
                     let tape = SnapshotTape()
                     if (try? core.pointee.encoder.encode(state.pointee, into: tape)) != nil {
                         base = (core.pointee.version, tape)
                     }
                 }
+                // Opened before the old claim closes: the records and their snapshots stay in
+                // the ring.
                 let token = openClaimLocked(
                     ActionLog.Claim(capacity: count, ticked: true, snapshots: true), core: core,
                     insideReducer: insideReducer)
