@@ -62,9 +62,20 @@ struct JournalReaderTests {
 
         // Kept past the read, and on another thread: the payloads and patches decode.
         let kept = entries
-        let decoded = try Thread.detachedResult {
-            try kept.map { entry in (try entry.payload(), try entry.patch()) }
+        let parts = Recorder<(JSONValue?, [JSONPatch.Operation]?)>()
+        let failures = Recorder<String>()
+        onThreads(1) { _ in
+            for entry in kept {
+                do throws(StoreError) {
+                    parts.append((try entry.payload(), try entry.patch()))
+                } catch {
+                    failures.append(error.message)
+                }
+            }
         }
+        #expect(failures.all.isEmpty)
+        let decoded = parts.all
+        try #require(decoded.count == 5)
         #expect(decoded[0].0 == ["amount": 5])
         #expect(decoded[1].0 == "é\u{301} 🧾")
         #expect(decoded[4].0 == nil)
@@ -102,15 +113,14 @@ struct JournalReaderTests {
     func errorsNameThePlace() throws {
         let path = temporaryFolder() + "/journal.jsonl"
         let line = #"{"version":1,"identifier":"a","time":"2026-11-22T10:00:00.000Z""#
-        try (line + "}\n" + #"{"version":3,"identifier":"b","time":"t"}"# + "\n")
-            .write(toFile: path, atomically: true, encoding: .utf8)
+        writeText(line + "}\n" + #"{"version":3,"identifier":"b","time":"t"}"# + "\n", to: path)
         let gap = #expect(throws: StoreError.self) { try JournalReader.read(path) { _ in true } }
         #expect(gap?.kind == .corrupt)
         #expect(gap?.message == "journal.jsonl:2: version 3 follows 1: a gap of 1 entries")
 
         let deep = String(repeating: "[", count: StoreLimits.maximumNestingDepth + 1)
             + String(repeating: "]", count: StoreLimits.maximumNestingDepth + 1)
-        try (line + #","payload":"# + deep + "}\n").write(toFile: path, atomically: true, encoding: .utf8)
+        writeText(line + #","payload":"# + deep + "}\n", to: path)
         let tooDeep = #expect(throws: StoreError.self) {
             try JournalReader.read(path) { (entry) throws(StoreError) in
                 _ = try entry.payload()
@@ -139,7 +149,7 @@ struct JournalReaderTests {
         #expect(try saved.value.value(atPointer: "/notes/0") == "a/b")
         #expect(try saved.value.value(atPointer: "") == saved.value)
 
-        try #"{"a/b":{"~":[1,2]}}"#.write(toFile: folder + "/plain.json", atomically: true, encoding: .utf8)
+        writeText(#"{"a/b":{"~":[1,2]}}"#, to: folder + "/plain.json")
         let plain = try JSONDocument(contentsOf: folder + "/plain.json")
         #expect(plain.version == nil)
         #expect(try plain.value.value(atPointer: "/a~1b/~0/1") == 2)
@@ -150,24 +160,10 @@ struct JournalReaderTests {
         let notPointer = #expect(throws: StoreError.self) { try plain.value.value(atPointer: "a") }
         #expect(notPointer?.kind == .decode)
 
-        try "{\"a\": ".write(toFile: folder + "/torn.json", atomically: true, encoding: .utf8)
+        writeText("{\"a\": ", to: folder + "/torn.json")
         let torn = #expect(throws: StoreError.self) { try JSONDocument(contentsOf: folder + "/torn.json") }
         #expect(torn?.kind == .parse)
         #expect(torn?.message.hasPrefix(folder + "/torn.json: ") == true)
-    }
-}
-
-extension Thread {
-    /// Runs `body` on a new thread and waits for its result.
-    fileprivate static func detachedResult<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
-        let done = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var result: Result<T, any Error>?
-        Thread.detachNewThread {
-            result = Result { try body() }
-            done.signal()
-        }
-        done.wait()
-        return try result!.get()
     }
 }
 
