@@ -369,6 +369,16 @@ private struct NestedArrays: Codable {
     }
 }
 
+/// JSON `depth` containers deep, arrays or objects by turns from the top (`kinds`), with `leaf`
+/// at the bottom: a value whose type is not a scalar's, encoded through its own `encode(to:)`.
+private func jsonNest(depth: Int, kinds: [Bool] = [true], leaf: JSONValue = .int(0)) -> JSONValue {
+    var value = leaf
+    for level in stride(from: depth - 1, through: 0, by: -1) {
+        value = kinds[level % kinds.count] ? .array([value]) : .object(["k": value])
+    }
+    return value
+}
+
 // MARK: - Tests
 
 @Suite("Snapshot coder")
@@ -458,6 +468,31 @@ struct SnapshotCoderTests {
         #expect(try SnapshotDecoder.decode(Nest.self, from: tape).depth == depth)
         try SnapshotEncoder().encode(NestedArrays(depth: depth), into: tape)
         #expect(try SnapshotDecoder.decode(NestedArrays.self, from: tape).depth == depth)
+    }
+
+    /// A scalar inside the deepest container is no level of its own, whichever type holds it.
+    @Test("a JSONValue holds a scalar in its deepest container", arguments: [
+        [true], [false], [true, false], [false, true],
+    ])
+    func jsonValueAtTheLimit(_ kinds: [Bool]) throws {
+        let tape = SnapshotTape()
+        for leaf: JSONValue in [.int(0), .string("x"), .null, .array([]), .object([:])] {
+            let value = jsonNest(depth: StoreLimits.maximumNestingDepth, kinds: kinds, leaf: leaf)
+            if leaf == .array([]) || leaf == .object([:]) {
+                // An empty container is a level all the same.
+                let error = #expect(throws: StoreError.self) { try SnapshotEncoder().encode(value, into: tape) }
+                #expect(error?.kind == .limit)
+                #expect(error?.detail == "value nested deeper than 256 levels")
+                continue
+            }
+            try SnapshotEncoder().encode(value, into: tape)
+            #expect(try SnapshotDecoder.decode(JSONValue.self, from: tape) == value)
+        }
+        let past = jsonNest(depth: StoreLimits.maximumNestingDepth + 1, kinds: kinds)
+        let error = #expect(throws: StoreError.self) { try SnapshotEncoder().encode(past, into: tape) }
+        #expect(error?.kind == .limit)
+        #expect(error?.detail == "value nested deeper than 256 levels")
+        #expect(tape.valueCount == 0)
     }
 
     @Test("nesting deeper than the limit is refused", arguments: [257, 300, 5000])

@@ -152,7 +152,13 @@ struct StoreSaveLimitsTests {
         let store = Store(reducers: [wrapReducer], state: JSONValue.int(1))
         for _ in 0..<256 { store.dispatchAction(JSONAction(identifier: "wrap")) }
         let (path, before) = try savedFirst(store)
-        #expect(try Store<JSONValue>(contentsOf: path, reducers: []).version == 256)
+        let opened = try Store<JSONValue>(contentsOf: path, reducers: [])
+        #expect(opened.version == 256)
+        // The copy a reader gets holds the scalar in the deepest array, as the file does.
+        let copy = try opened.snapshot()
+        #expect(copy == (try store.snapshot()))
+        #expect(opened.currentState() == copy)
+        #expect(try opened.jsonSnapshot().value == copy)
         store.dispatchAction(JSONAction(identifier: "wrap"))
         let error = #expect(throws: StoreError.self) { try store.save(to: path) }
         #expect(error?.kind == .limit)

@@ -100,7 +100,9 @@ extension Array: SnapshotArrayEncodable where Element: Encodable {
                 writer.setURL(reinterpret(element, as: URL.self), child)
             }
         } else {
-            if buffer.pointee.slots[Int(node)].depth >= StoreLimits.maximumNestingDepth && !isEmpty {
+            // Elements one level down may still be scalars (a scalar is no level of its own);
+            // an array already too deep stops here, so the recursion ends near the limit.
+            if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth && !isEmpty {
                 let child = buffer.pointee.appendChild(of: node, key: 0, tag: .pending, payload: 0)
                 throw writer.tooDeepError(child)
             }
@@ -178,7 +180,9 @@ struct TapeWriter {
         {
             try encodeValue(ordered, into: node)
         } else {
-            if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth {
+            // A value just below the deepest container may still be a scalar: one past it is
+            // inside a container already too deep.
+            if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth + 1 {
                 throw tooDeepError(node)
             }
             try value.encode(to: TapeEncoder(buffer: buffer, node: node))
