@@ -70,7 +70,7 @@ final class SnapshotEncoder {
             throw StoreError(coding: error)
         }
         if buffer.pointee.tooDeep >= 0 {
-            let error = TapeWriter(buffer: buffer).tooDeepError(UInt32(buffer.pointee.tooDeep))
+            let error = TapeWriter(buffer: buffer).tooDeepError()
             buffer.pointee.clear()
             throw error
         }
@@ -101,10 +101,10 @@ extension Array: SnapshotArrayEncodable where Element: Encodable {
             }
         } else {
             // Elements one level down may still be scalars (a scalar is no level of its own);
-            // an array already too deep stops here, so the recursion ends near the limit.
-            if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth && !isEmpty {
-                let child = buffer.pointee.appendChild(of: node, key: 0, tag: .pending, payload: 0)
-                throw writer.tooDeepError(child)
+            // an array already too deep (recorded as it was made) stops here, so the recursion
+            // ends near the limit.
+            if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth {
+                throw writer.tooDeepError()
             }
             if buffer.pointee.canonicalOrder {
                 // Each element through `encodeValue`, which orders the unordered collections.
@@ -181,9 +181,9 @@ struct TapeWriter {
             try encodeValue(ordered, into: node)
         } else {
             // A value just below the deepest container may still be a scalar: one past it is
-            // inside a container already too deep.
+            // inside a container already too deep (recorded as it was made).
             if buffer.pointee.slots[Int(node)].depth > StoreLimits.maximumNestingDepth + 1 {
-                throw tooDeepError(node)
+                throw tooDeepError()
             }
             try value.encode(to: TapeEncoder(buffer: buffer, node: node))
             if let cache = buffer.pointee.cache {
@@ -254,23 +254,21 @@ struct TapeWriter {
         }
     }
 
-    /// Appends a container child and records it if it is nested too deep (the container APIs
-    /// that create it cannot throw; the encode reports it when it ends).
+    /// Appends a container child, recorded as every container is (``TapeBuffer/makeContainer``:
+    /// the deepest, and the first too deep; the container APIs that create it cannot throw, so
+    /// the encode reports it when it ends).
     @inline(__always)
     func appendContainer(of parent: UInt32, key: UInt32, _ tag: TapeTag) -> UInt32 {
-        let child = buffer.pointee.appendChild(of: parent, key: key, tag: tag, payload: 0)
-        // The decoder sizes its per-depth scratch by the deepest container: record this one.
-        let depth = buffer.pointee.slots[Int(child)].depth
-        if depth > buffer.pointee.deepestContainer { buffer.pointee.deepestContainer = depth }
-        if buffer.pointee.slots[Int(child)].depth > StoreLimits.maximumNestingDepth && buffer.pointee.tooDeep < 0 {
-            buffer.pointee.tooDeep = Int(child)
-        }
+        let child = buffer.pointee.appendChild(of: parent, key: key, tag: .pending, payload: 0)
+        buffer.pointee.makeContainer(child, tag)
         return child
     }
 
-    func tooDeepError(_ node: UInt32) -> StoreError {
-        if buffer.pointee.tooDeep < 0 { buffer.pointee.tooDeep = Int(node) }
-        let path = CodingPath.describe(buffer.pointee.codingPath(to: node))
+    /// The limit error, naming the first container made past the limit, which the tape has
+    /// recorded: whatever stops the encode for its depth is inside it.
+    func tooDeepError() -> StoreError {
+        precondition(buffer.pointee.tooDeep > 0, "ReduxStore: no container past the nesting limit was recorded")
+        let path = CodingPath.describe(buffer.pointee.codingPath(to: UInt32(buffer.pointee.tooDeep)))
         let detail = "value nested deeper than \(StoreLimits.maximumNestingDepth) levels"
         return StoreError(.limit, codingPath: path, detail: detail)
     }
