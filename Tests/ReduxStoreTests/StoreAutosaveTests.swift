@@ -102,7 +102,7 @@ struct StoreAutosaveTests {
         }
         #expect(Autosaver.liveCount == 1)
         store.dispatchAction(CounterAction.increment)
-        #expect(done.wait(timeout: .now() + 10) == .success, "onError did not return")
+        #expect(done.wait(timeout: .now() + 60) == .success, "onError did not return")
         // The stop's own save failed too, inside onError: not reported again.
         #expect(reported.all == [.io])
         #expect(Autosaver.liveCount == 0)
@@ -123,7 +123,7 @@ struct StoreAutosaveTests {
             done.signal()
         }
         store.dispatchAction(CounterAction.increment)
-        #expect(done.wait(timeout: .now() + 10) == .success, "onError did not return")
+        #expect(done.wait(timeout: .now() + 60) == .success, "onError did not return")
         #expect(reported.all == [.io])
         #expect(store.lastAutosaveError?.kind == .io)
         // Now the folder exists: a flush from outside saves, and clears the error.
@@ -148,7 +148,7 @@ struct StoreAutosaveTests {
             done.signal()
         }
         store.dispatchAction(CounterAction.increment)
-        #expect(done.wait(timeout: .now() + 10) == .success, "onError did not return")
+        #expect(done.wait(timeout: .now() + 60) == .success, "onError did not return")
         #expect(Autosaver.liveCount == 1)
         store.dispatchAction(CounterAction.increment)
         store.flushAutosave()
