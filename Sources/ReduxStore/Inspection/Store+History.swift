@@ -13,8 +13,6 @@ extension Store {
     /// tapes; a smaller count drops the oldest; a larger one keeps the snapshots the log still
     /// holds.
     public func keepHistory(_ count: Int) {
-        // The history's claim is ticked: it reads no time, so it leaves the clock to the claims
-        // that do.
         withCoreLocked { core, insideReducer in
             let recorder = core.pointee.recorder ?? Recorder()
             core.pointee.recorder = recorder
@@ -32,7 +30,8 @@ extension Store {
                     }
                 }
                 // Opened before the old claim closes: the records and their snapshots stay in
-                // the ring.
+                // the ring. Ticked: the history reads no time, so it leaves the clock to the
+                // claims that do.
                 let token = openClaimLocked(
                     ActionLog.Claim(capacity: count, ticked: true, snapshots: true), core: core,
                     insideReducer: insideReducer)
