@@ -39,7 +39,8 @@ package struct OpenedStream {
         _ stream: PostgresStream, writes: Bool, logger: Logger
     ) async throws(ReplicationError) -> OpenedStream {
         let schema = StreamSchema(stream.schema)
-        let connection = try await StreamConnection.connect(stream, logger: logger)
+        // The first connection becomes the replica's appending one.
+        let connection = try await StreamConnection.connect(stream, appends: true, logger: logger)
         do {
             try await schema.migrate(connection, logger: logger)
             if writes { _ = try await connection.rows(schema.createStream(stream.stream), logger: logger) }

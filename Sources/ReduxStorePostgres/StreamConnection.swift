@@ -9,8 +9,11 @@ import Synchronization
 /// never with the password.
 enum StreamConnection {
     /// Connects to the stream's server: a channel of its own, with a ``ReadCompleteGuard`` first
-    /// in its pipeline, handed to postgres-nio.
-    static func connect(_ stream: PostgresStream, logger: Logger) async throws(ReplicationError) -> PostgresConnection {
+    /// in its pipeline, handed to postgres-nio. With `appends`, the session is one that commits
+    /// appends: the server sets it no ``statementTimeout`` (see ``sessionSettings(appends:)``).
+    static func connect(
+        _ stream: PostgresStream, appends: Bool = false, logger: Logger
+    ) async throws(ReplicationError) -> PostgresConnection {
         let tls: PostgresConnection.Configuration.TLS
         do {
             tls = try makeTLS(stream)
@@ -22,7 +25,7 @@ enum StreamConnection {
         let made: PostgresConnection?
         do {
             made = try await withThrowingTaskGroup(of: PostgresConnection?.self) { group in
-                group.addTask { try await connectChannel(stream, tls: tls, logger: logger) }
+                group.addTask { try await connectChannel(stream, tls: tls, appends: appends, logger: logger) }
                 group.addTask {
                     try? await Task.sleep(for: connectTimeout)
                     return nil
@@ -47,7 +50,7 @@ enum StreamConnection {
 
     /// Opens the socket (TCP or the server's Unix socket), then the session over it.
     private static func connectChannel(
-        _ stream: PostgresStream, tls: PostgresConnection.Configuration.TLS, logger: Logger
+        _ stream: PostgresStream, tls: PostgresConnection.Configuration.TLS, appends: Bool, logger: Logger
     ) async throws -> PostgresConnection {
         let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(.seconds(10))
@@ -67,14 +70,7 @@ enum StreamConnection {
         if !stream.host.hasPrefix("/"), (try? SocketAddress(ipAddress: stream.host, port: 0)) == nil {
             configuration.options.tlsServerName = stream.host
         }
-        // The server bounds every session too: a statement waits at most `lockTimeout` for a
-        // lock and runs at most `statementTimeout` (so a statement whose client gave up does not
-        // run on), and a session idle inside a transaction (its client stopped) is ended.
-        configuration.options.additionalStartupParameters = [
-            ("lock_timeout", "\(Int(lockTimeout.seconds * 1000))ms"),
-            ("statement_timeout", "\(Int(statementTimeout.seconds * 1000))ms"),
-            ("idle_in_transaction_session_timeout", "\(Int(idleInTransactionTimeout.seconds * 1000))ms"),
-        ]
+        configuration.options.additionalStartupParameters = sessionSettings(appends: appends)
         do {
             return try await PostgresConnection.connect(
                 on: channel.eventLoop, configuration: configuration,
@@ -84,6 +80,24 @@ enum StreamConnection {
             try? await channel.close()
             throw error
         }
+    }
+
+    /// What every session asks of the server, in its start-up packet (where a role's or a
+    /// database's settings cannot override it): a statement waits at most ``lockTimeout`` for a
+    /// lock; a session idle inside a transaction (its client stopped) is ended after
+    /// ``idleInTransactionTimeout``; a statement runs at most ``statementTimeout``, so that one
+    /// whose client gave up does not run on — except on the session that commits appends. There
+    /// the timeout would cut off a commit's wait for a synchronous standby, and PostgreSQL
+    /// answers such a commit as done, with a warning, though it is not replicated: so an append
+    /// waits as long as its standbys take, its lock waits still bounded, and this process gives
+    /// up on the answer after ``queryTimeout`` and asks again (the procedure answers a repeated
+    /// request only once the first one is safe).
+    static func sessionSettings(appends: Bool) -> [(String, String)] {
+        [
+            ("lock_timeout", "\(Int(lockTimeout.seconds * 1000))ms"),
+            ("statement_timeout", appends ? "0" : "\(Int(statementTimeout.seconds * 1000))ms"),
+            ("idle_in_transaction_session_timeout", "\(Int(idleInTransactionTimeout.seconds * 1000))ms"),
+        ]
     }
 
     /// How long one statement may take before its connection counts as lost.

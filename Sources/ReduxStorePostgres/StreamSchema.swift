@@ -4,28 +4,33 @@ import Logging
 /// The library's tables in the schema a ``PostgresStream`` names, and the statements that read and
 /// write them. Every name in SQL text is quoted here; every value travels as a bound parameter.
 ///
-/// Schema version 2 (``migrations``):
+/// Schema version 3 (``migrations``):
 /// - `streams (name text PRIMARY KEY, version bigint, created timestamptz)`: a stream's newest
 ///   version. An append updates its row, so writers of one stream take their turn on that row's
 ///   lock, for the length of one call on the server (never across a round trip to a client).
-/// - `actions (stream, version, identifier, payload jsonb, time, source, writer, seq)`, keyed by
-///   (stream, version), and unique on (stream, writer, seq): the append-only history. `writer`
-///   and `seq` name the process and dispatch that wrote a row: a request repeated or delivered
-///   late stores nothing new.
-/// - `snapshots (stream, version, state jsonb, hash, time)`, keyed by (stream, version): `hash`
+/// - `actions (stream, version, identifier, payload json, time, source, writer, seq)`, keyed by
+///   (stream, version): the append-only history. `payload` is `json`, which keeps the text as
+///   the writer sent it (`jsonb` would rewrite its numbers: `1e16`, `-0.0`, `1E2`), so every
+///   process applies the same text. `writer` and `seq` name the process and dispatch that wrote
+///   a row.
+/// - `writers (stream, writer, seq, version)`, keyed by (stream, writer): each writer's newest
+///   stored dispatch and its version, the evidence that lets the procedure recognize a request
+///   repeated or delivered late. Retention never deletes it, so it outlives the actions a trim
+///   removes.
+/// - `snapshots (stream, version, state json, hash, time)`, keyed by (stream, version): `hash`
 ///   is the SHA-256, in hex, of the state's canonical JSON text (no spaces, object keys sorted
 ///   by code point, unordered collections in a canonical order:
 ///   `ReduxStore.JSONValue(canonicallyEncoding:)`'s `description`), which every process computes
 ///   for itself at the versions snapshots are stored at and compares.
 /// - `append(stream, identifiers, payloads, sources, writer, first_seq, INOUT last)`: the
-///   procedure every append calls (version 2). It commits inside the call, so the call's answer
-///   comes only after the commit; see ``append(_:identifiers:payloads:sources:writer:firstSeq:)``.
+///   procedure every append calls. It commits inside the call, so the call's answer comes only
+///   after the commit; see ``append(_:identifiers:payloads:sources:writer:firstSeq:)``.
 /// - `migrations (version, applied)`: which of these steps ran.
 ///
 /// Needs PostgreSQL 11 or later (procedures that commit).
 package struct StreamSchema: Sendable {
     /// The newest schema version this library knows how to use.
-    static let version = 2
+    static let version = 3
 
     let name: String
     /// `"schema"`, quoted for SQL text.
@@ -73,13 +78,51 @@ package struct StreamSchema: Sendable {
                 "CREATE UNIQUE INDEX IF NOT EXISTS actions_writer_seq ON \(quoted).actions (stream, writer, seq)",
                 appendProcedure,
             ],
+            [
+                // The evidence of each writer's dispatches, kept apart from the actions that a
+                // trim deletes, and filled from the actions still there.
+                """
+                CREATE TABLE IF NOT EXISTS \(quoted).writers (
+                    stream text NOT NULL,
+                    writer text NOT NULL,
+                    seq bigint NOT NULL,
+                    version bigint NOT NULL,
+                    PRIMARY KEY (stream, writer))
+                """,
+                """
+                INSERT INTO \(quoted).writers (stream, writer, seq, version)
+                    SELECT DISTINCT ON (stream, writer) stream, writer, seq, version
+                    FROM \(quoted).actions ORDER BY stream, writer, seq DESC
+                    ON CONFLICT DO NOTHING
+                """,
+                // The procedure finds a writer's dispatches in `writers` now, under the stream
+                // row's lock: the index on every action is no longer read.
+                "DROP INDEX IF EXISTS \(quoted).actions_writer_seq",
+                // Text as written: every process applies the same numbers.
+                "ALTER TABLE \(quoted).actions ALTER COLUMN payload TYPE json USING payload::text::json",
+                "ALTER TABLE \(quoted).snapshots ALTER COLUMN state TYPE json USING state::text::json",
+                appendProcedure,
+            ],
         ]
     }
 
-    /// The append, on the server: takes the stream row's lock, answers the versions stored the
-    /// first time when this writer's dispatches are there already (a repeated or late request),
-    /// else writes them at the versions after the stream's head; commits. The `CALL` is answered
-    /// after the commit: an answer is a durable append. (Followers are woken apart from it:
+    /// The append, on the server. Under the stream row's lock, it looks up the writer's newest
+    /// stored dispatch in `writers`:
+    /// - the request's dispatches are newer: they are written at the versions after the
+    ///   stream's head, and the writer's row moves to the last of them;
+    /// - its last dispatch is the writer's newest stored one (the same request again, or one
+    ///   delivered late): nothing is written, the answer is the version stored the first time,
+    ///   and the writer's row is touched, so that this answer too commits only after the first
+    ///   one is flushed (and replicated, with synchronous standbys) — a first commit cut off in
+    ///   its wait for a standby is visible, and must not be answered before it is safe;
+    /// - it is older still: the actions table answers while it holds them; once a trim took
+    ///   them, the request is refused (SQLSTATE `RX001`) and nothing is written. A writer sends
+    ///   its groups one after another, so only a request it gave up on can be that old.
+    ///
+    /// It commits with `synchronous_commit` at least `on`, whatever the role's or database's
+    /// setting (`remote_apply` is kept): the answer comes after the WAL flush, and after the
+    /// synchronous standbys confirmed when there are some. The `CALL` is answered after the
+    /// commit: an answer is a durable append. (Followers are woken apart from it:
     /// ``notify(_:version:)``.)
     private var appendProcedure: String {
         // The body's quotes: a tag the schema's name does not hold.
@@ -93,23 +136,46 @@ package struct StreamSchema: Sendable {
         DECLARE
             v_head bigint;
             v_count bigint := cardinality(p_identifiers);
+            v_seq bigint;
+            v_version bigint;
         BEGIN
+            IF current_setting('synchronous_commit') <> 'remote_apply' THEN
+                PERFORM set_config('synchronous_commit', 'on', true);
+            END IF;
             SELECT version INTO v_head FROM \(quoted).streams WHERE name = p_stream FOR UPDATE;
             IF NOT FOUND THEN
                 RAISE EXCEPTION 'the stream''s row is missing from the streams table'
                     USING ERRCODE = 'no_data_found';
             END IF;
-            SELECT max(version) INTO p_last FROM \(quoted).actions
-                WHERE stream = p_stream AND writer = p_writer
-                  AND seq >= p_first_seq AND seq < p_first_seq + v_count;
-            IF p_last IS NULL THEN
+            SELECT seq, version INTO v_seq, v_version FROM \(quoted).writers
+                WHERE stream = p_stream AND writer = p_writer;
+            IF v_seq IS NULL OR p_first_seq > v_seq THEN
                 UPDATE \(quoted).streams SET version = v_head + v_count WHERE name = p_stream;
                 INSERT INTO \(quoted).actions (stream, version, identifier, payload, source, writer, seq)
-                    SELECT p_stream, v_head + a.ord, a.identifier, a.payload::jsonb, nullif(a.source, ''),
+                    SELECT p_stream, v_head + a.ord, a.identifier, a.payload::json, nullif(a.source, ''),
                            p_writer, p_first_seq + a.ord - 1
                     FROM unnest(p_identifiers, p_payloads, p_sources) WITH ORDINALITY
                         AS a(identifier, payload, source, ord);
                 p_last := v_head + v_count;
+                IF v_seq IS NULL THEN
+                    INSERT INTO \(quoted).writers (stream, writer, seq, version)
+                        VALUES (p_stream, p_writer, p_first_seq + v_count - 1, p_last);
+                ELSE
+                    UPDATE \(quoted).writers SET seq = p_first_seq + v_count - 1, version = p_last
+                        WHERE stream = p_stream AND writer = p_writer;
+                END IF;
+            ELSIF p_first_seq + v_count - 1 = v_seq THEN
+                p_last := v_version;
+                UPDATE \(quoted).writers SET seq = v_seq WHERE stream = p_stream AND writer = p_writer;
+            ELSE
+                SELECT max(version) INTO p_last FROM \(quoted).actions
+                    WHERE stream = p_stream AND writer = p_writer
+                      AND seq >= p_first_seq AND seq < p_first_seq + v_count;
+                IF p_last IS NULL THEN
+                    RAISE EXCEPTION 'dispatches % to % of writer % are older than its newest stored one (%), and are not in the stream: a request given up on, delivered late; nothing was stored',
+                        p_first_seq, p_first_seq + v_count - 1, p_writer, v_seq
+                        USING ERRCODE = 'RX001';
+                END IF;
             END IF;
             COMMIT;
         END

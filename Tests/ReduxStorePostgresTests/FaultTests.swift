@@ -55,13 +55,22 @@ struct FaultTests {
         #expect(rows == [["3", "3"]])
         let head = try await TestServer.sql("SELECT version FROM \(stream.schema).streams WHERE name = \(name)")
         #expect(head == [["3"]])
-        // The unique index refuses a second row of one (writer, seq) whatever writes it.
-        let duplicate = try? await TestServer.sql("""
-            INSERT INTO \(stream.schema).actions (stream, version, identifier, payload, writer, seq)
-            VALUES (\(name), 99, 'add', '{}', 'a-writer', 7)
-            """)
-        #expect(duplicate == nil)
+        // The evidence is the writer's row, which retention keeps: with the actions trimmed, the
+        // same request still stores nothing and answers the version stored the first time.
+        let evidence = try await TestServer.sql(
+            "SELECT seq, version FROM \(stream.schema).writers WHERE stream = \(name) AND writer = 'a-writer'")
+        #expect(evidence == [["8", "3"]])
         try await Self.checkOnce(stream, acknowledged: ["first", "x1", "x2"], replica: writer)
+        try await TestServer.sql("DELETE FROM \(stream.schema).actions WHERE stream = \(name)")
+        #expect(try await TestServer.sql(call) == [["3"]])
+        #expect(try await TestServer.sql("SELECT count(*) FROM \(stream.schema).actions WHERE stream = \(name)") == [["0"]])
+        #expect(try await TestServer.sql("SELECT version FROM \(stream.schema).streams WHERE name = \(name)") == [["3"]])
+        // Older than the writer's newest and no longer in the stream: refused, nothing stored.
+        let stale = try? await TestServer.sql("""
+            CALL \(stream.schema).append(\(name), ARRAY['add'], ARRAY['{"by":1,"tag":"x0"}'], ARRAY[''], 'a-writer', 6, NULL)
+            """)
+        #expect(stale == nil)
+        #expect(try await TestServer.sql("SELECT version FROM \(stream.schema).streams WHERE name = \(name)") == [["3"]])
         await writer.close()
     }
 
@@ -333,6 +342,15 @@ struct FaultTests {
         }
         try await connection.close()
         #expect(settings == ["5s", "9s", "10s"])
+        // The appending session: no statement timeout, which would cut off a commit's wait for
+        // a synchronous standby and have it answered as done.
+        let appending = try await StreamConnection.connect(stream, appends: true, logger: .init(label: "test"))
+        var statementTimeout: [String] = []
+        for row in try await appending.rows(PostgresQuery(unsafeSQL: "SHOW statement_timeout"), logger: .init(label: "test")) {
+            statementTimeout.append(try row.decode(String.self))
+        }
+        try await appending.close()
+        #expect(statementTimeout == ["0"])
     }
 
     @Test("a stranger holding the stream's row lock delays a dispatch by its hold, not for good")
