@@ -56,24 +56,43 @@ extern "C" {
  *     nothing new. Concurrent dispatches of one process share one append (group commit); an
  *     action the server refuses fails alone, never its group. Failures:
  *     RDX_EIO    the server failed the append; or a fault that may pass (a lost connection, a
- *                full connection table, a server shutting down, a lock or statement timeout)
- *                outlasted 30 s of retries with back-off: rdx_last_error() then says whether
- *                the outcome is unknown (a request reached the server; if it committed, the
- *                action is applied when read, like another process's) or nothing was stored;
+ *                full connection table, a server shutting down, a lock timeout) outlasted 30 s
+ *                of retries with back-off;
  *     RDX_EINVAL an action PostgreSQL cannot store (U+0000 in its identifier, source or payload:
- *                nothing is sent), the store is being released, or the dispatch came from the thread applying
+ *                nothing is sent), the store is being released, the dispatch came from the thread applying
  *                the stream (a reducer, listener or observer of this store: they run on the
  *                library's thread, one at a time, in the stream's order) — it would wait for
- *                itself;
+ *                itself — or from a child of the process that opened the stream (after fork():
+ *                it would append under its parent's name; the child opens the stream anew);
+ *     RDX_EDECODE, RDX_ECORRUPT  the replica stopped (see below);
  *     and what rdx_store_dispatch_action() returns for bad input (nothing is then sent).
+ *   An error never hides a commit: after a failure that answers a dispatch, rdx_last_error()
+ *   says what became of it, in words a program can test with strstr():
+ *     "nothing was stored"       no request reached the server, or the server refused each one;
+ *     "outcome unknown"          a request reached the server and its answer was lost, whatever
+ *                                error then ended the retries: the text names the dispatch as
+ *                                "writer W, seq S" (the writer and seq columns of the actions
+ *                                table); if it committed, this store applies it when it reads
+ *                                the stream, like another process's action;
+ *     "stored at version N"      committed at version N, and not applied here (the replica
+ *                                stopped): every other replica applies it.
  *   - rdx_store_dispatch_batch_json() checks every element, then commits them one by one, in order,
  *     stopping at the first failure: another process's actions may fall between them.
  *   - rdx_store_enqueue_action() and rdx_store_restore_version() are refused (RDX_EINVAL): the
  *     stream decides the order.
+ *   - Durable whatever the role's settings: the append commits with synchronous_commit at
+ *     least "on" (a role's "off" is raised; "remote_apply" is kept), so RDX_OK comes after the
+ *     WAL flush and, with synchronous standbys, after they confirmed; a commit that PostgreSQL
+ *     would report as "committed locally, not replicated" is never answered RDX_OK.
  *   - Faults that may pass never stop the replica: the next dispatch or poll tries again. Every
- *     connection is bounded by the server too (lock_timeout 5 s, statement_timeout 9 s,
- *     idle_in_transaction_session_timeout 10 s), and no lock is held across a round trip to this
- *     process: a writer stopped anywhere delays the others by at most those bounds.
+ *     connection is bounded by the server too (lock_timeout 5 s, idle_in_transaction_session_timeout
+ *     10 s, and statement_timeout 9 s on every session but the appending one, whose commit may
+ *     wait for a synchronous standby; this process gives up on its answer after 10 s and asks
+ *     again), and no lock is held across a round trip to this process: a writer stopped
+ *     anywhere delays the others by at most those bounds.
+ *   - Every process applies the text the stream stores, the writer included: a payload is kept
+ *     as written (PostgreSQL's json type), so a number parses to the same json-c int or double
+ *     in every process.
  *   - A stored action this store refuses (RDX_EDECODE), a state that differs from the snapshot
  *     another process stored at that version (reducers that are not deterministic), or versions
  *     trimmed before this replica applied them (RDX_ECORRUPT) stop the replica at that version:

@@ -16,6 +16,9 @@ package protocol ReplicaTarget: Sendable {
     /// Applies `row`'s action as the next version; throws, applying nothing, when its payload
     /// does not decode into what the program accepts for its identifier.
     func apply(_ row: StreamRow) throws(StoreError)
+    /// Throws what ``apply(_:)`` would throw for an action of `identifier` with `payload`
+    /// (JSON text), applying nothing: a dispatch is checked so before it is sent.
+    func check(identifier: String, payload: String) throws(StoreError)
     /// The state as canonical JSON text (compact, object keys sorted by code point): what
     /// snapshots store and, hashed, compare. Equal states of a C and a Swift program of one JSON
     /// shape give the same text.
@@ -32,18 +35,22 @@ struct SwiftReplicaTarget<State: Codable & Sendable>: ReplicaTarget {
     var version: UInt64 { store.version }
 
     func apply(_ row: StreamRow) throws(StoreError) {
-        gate.apply(try decode(row), to: store, source: DispatchSite(stored: row.source))
+        gate.apply(try decode(identifier: row.identifier, payload: row.payload), to: store, source: DispatchSite(stored: row.source))
+    }
+
+    func check(identifier: String, payload: String) throws(StoreError) {
+        _ = try decode(identifier: identifier, payload: payload)
     }
 
     func canonicalState() throws(StoreError) -> String {
         try JSONValue(canonicallyEncoding: store.currentState()).description
     }
 
-    /// The action a row stands for.
-    private func decode(_ row: StreamRow) throws(StoreError) -> any Action {
-        let tree = try JSONCText.parse(row.payload)
+    /// The action a stored identifier and payload stand for.
+    private func decode(identifier: String, payload: String) throws(StoreError) -> any Action {
+        let tree = try JSONCText.parse(payload)
         defer { json_object_put(tree) }
-        return try actions.action(identifier: row.identifier, payload: tree)
+        return try actions.action(identifier: identifier, payload: tree)
     }
 }
 

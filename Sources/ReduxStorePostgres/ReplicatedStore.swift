@@ -172,16 +172,21 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     /// Commits `action` to the stream and applies it (with everything committed before it) to
     /// the local store; returns its version. Concurrent calls of one process share a commit.
     ///
-    /// The payload stored is the action's encoded properties (a `JSONAction`'s payload);
-    /// every process decodes it with its `ActionTypes` — this one too, so every process
-    /// applies the same value. `file` and `line` are recorded as the action's source.
+    /// The payload stored is the action's encoded properties (a `JSONAction`'s payload), as
+    /// JSON text kept as written; every process decodes that text with its `ActionTypes` — this
+    /// one too, so every process applies the same value. `file` and `line` are recorded as the
+    /// action's source.
     ///
     /// - Throws: ``ReplicationError``: ``ReplicationError/Kind/invalidArgument`` when the action
-    ///   does not encode as JSON (nothing is written); ``ReplicationError/Kind/readOnly`` on a
-    ///   follower; ``ReplicationError/Kind/connection`` when the connection was lost and not
-    ///   regained within ``ReplicationOptions/reconnectTimeout`` (the action may then have been
-    ///   committed: it is applied when it is read, like another process's);
-    ///   ``ReplicationError/Kind/closed`` after ``close()`` or a failure that stopped the replica.
+    ///   does not encode as JSON, or its payload does not decode back into its registered type,
+    ///   or this process is a forked child of the one that opened the stream (nothing is sent);
+    ///   ``ReplicationError/Kind/readOnly`` on a follower; ``ReplicationError/Kind/connection``
+    ///   when the connection was lost and not regained within
+    ///   ``ReplicationOptions/reconnectTimeout``; ``ReplicationError/Kind/closed`` after
+    ///   ``close()`` or a failure that stopped the replica. Every error that answers a dispatch
+    ///   says what became of it in ``ReplicationError/outcome``: not stored, unknown (with
+    ///   ``ReplicationError/writer`` and ``ReplicationError/sequence`` to look it up), or stored
+    ///   at a version this replica did not apply.
     @discardableResult
     public func dispatch(
         _ action: some Action & Encodable, file: StaticString = #fileID, line: UInt = #line
@@ -193,7 +198,8 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         case .failure(let error):
             throw ReplicationError(
                 .invalidArgument, stream: stream.stream,
-                "action \"\(action.identifier)\" does not encode as JSON, nothing was written: \(error.message)")
+                "action \"\(action.identifier)\" does not encode as JSON: \(error.message)"
+            ).refusingDispatch()
         }
         let source = file.hasPointerRepresentation ? "\(file):\(line)" : ""
         return try await replicator.submit(identifier: action.identifier, payload: payload, source: source)

@@ -39,16 +39,73 @@ public struct ReplicationError: Error, Sendable, Equatable, CustomStringConverti
     /// ``ReplicationOptions/reconnectTimeout``; one that reaches the program outlasted it.
     public let isTransient: Bool
 
+    /// What became of a dispatch, as the error that answers it says.
+    public enum DispatchOutcome: Sendable, Equatable {
+        /// Nothing of it was stored: no request reached the server, or the server refused it.
+        case notStored
+        /// A request reached the server and its answer was lost: the action may have been
+        /// committed. Learn which from the stream — ``ReplicationError/writer`` and
+        /// ``ReplicationError/sequence`` name it in the `writer` and `seq` columns of the
+        /// `actions` table — or from the replica, which applies it, if it was committed, when
+        /// it reads the stream (``ReplicatedStore/catchUp()``).
+        case unknown
+        /// Committed, durably, at this version, but not applied by this replica (it stopped, or
+        /// could not read the stream): every other replica applies it.
+        case stored(version: UInt64)
+    }
+
+    /// What became of the dispatch this error answers; `nil` for an error that answers no
+    /// dispatch (opening, following, ``ReplicatedStore/catchUp()``).
+    public let outcome: DispatchOutcome?
+    /// The name this process writes its actions under (the `writer` column), when this error
+    /// answers a dispatch that reached the server.
+    public let writer: String?
+    /// The dispatch's sequence number among this writer's (the `seq` column), with ``writer``.
+    public let sequence: Int64?
+
     public init(_ kind: Kind, stream: String = "", version: UInt64? = nil, _ message: String) {
         self.init(kind, stream: stream, version: version, message, transient: kind == .connection)
     }
 
-    init(_ kind: Kind, stream: String = "", version: UInt64? = nil, _ message: String, transient: Bool) {
+    init(
+        _ kind: Kind, stream: String = "", version: UInt64? = nil, _ message: String, transient: Bool,
+        outcome: DispatchOutcome? = nil, writer: String? = nil, sequence: Int64? = nil
+    ) {
         self.kind = kind
         self.stream = stream
         self.version = version
         self.message = message
         self.isTransient = transient
+        self.outcome = outcome
+        self.writer = writer
+        self.sequence = sequence
+    }
+
+    /// The same error as the answer to a dispatch refused before it was sent.
+    func refusingDispatch() -> ReplicationError {
+        ReplicationError(
+            kind, stream: stream, version: version, message + "; nothing was stored", transient: isTransient,
+            outcome: .notStored)
+    }
+
+    /// The same error as the answer to the dispatch `sequence` of `writer`, whose outcome it
+    /// states in its words too, so that C programs (`rdx_last_error()`) can test them:
+    /// "outcome unknown", "stored at version N", "nothing was stored".
+    func answering(writer: String, sequence: Int64, outcome: DispatchOutcome) -> ReplicationError {
+        let words: String
+        switch outcome {
+        case .notStored:
+            words = "nothing was stored"
+        case .unknown:
+            words = "outcome unknown: the action may have been committed, as writer \(writer), seq \(sequence) "
+                + "(if it was, this replica applies it when it reads the stream)"
+        case .stored(let version):
+            words = "stored at version \(version) (writer \(writer), seq \(sequence)) but not applied by this replica"
+        }
+        return ReplicationError(
+            kind, stream: stream, version: self.version, message + "; " + words, transient: isTransient,
+            outcome: outcome, writer: outcome == .notStored ? nil : writer,
+            sequence: outcome == .notStored ? nil : sequence)
     }
 
     /// Whether this error stops a replica for good: what retrying cannot heal (a refused
@@ -71,6 +128,8 @@ public struct ReplicationError: Error, Sendable, Equatable, CustomStringConverti
 
     /// The same error, naming `stream` (and `version` when it named none).
     func naming(stream: String, version: UInt64? = nil) -> ReplicationError {
-        ReplicationError(kind, stream: stream, version: self.version ?? version, message, transient: isTransient)
+        ReplicationError(
+            kind, stream: stream, version: self.version ?? version, message, transient: isTransient,
+            outcome: outcome, writer: writer, sequence: sequence)
     }
 }

@@ -111,6 +111,20 @@ package actor Replicator {
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
+    /// The process that opened the stream: its writer name is that process's alone.
+    nonisolated let openedBy: pid_t = getpid()
+
+    /// The refusal of an append from a child of the process that opened the stream (after
+    /// `fork`), or nil: a child that appended under its parent's name and sequence numbers would
+    /// be answered with the parent's versions.
+    package nonisolated func forked() -> ReplicationError? {
+        let current = getpid()
+        guard current != openedBy else { return nil }
+        return ReplicationError(
+            .invalidArgument, stream: stream.stream,
+            "this process (pid \(current)) is a child of the one that opened the stream (pid \(openedBy)): it never appends under its parent's name; open the stream anew in the child")
+    }
+
     /// A random name for this process's rows: 128 bits, hex.
     private static func makeWriterName() -> String {
         var generator = SystemRandomNumberGenerator()
@@ -330,7 +344,14 @@ package actor Replicator {
             } else {
                 // Compared once the snapshot is stored (``checkSnapshots()``).
                 unverified[row.version] = state.hash
-                if unverified.count > 64, let oldest = unverified.keys.min() { unverified[oldest] = nil }
+                if unverified.count > Self.unverifiedLimit, let oldest = unverified.keys.min() {
+                    // Its snapshot was never stored in all that time (its writer stopped first):
+                    // given up on, and said so.
+                    unverified[oldest] = nil
+                    logger.warning(
+                        "ReduxStorePostgres: no snapshot was stored at version \(oldest) while this replica applied \(Self.unverifiedLimit) later aligned versions: its state there is not compared",
+                        metadata: ["stream": .string(stream.stream)])
+                }
             }
         }
         caughtUp()
@@ -373,6 +394,8 @@ package actor Replicator {
 
     /// This process's hashes at versions whose snapshot was not stored yet when it applied them.
     private var unverified: [UInt64: String] = [:]
+    /// How many such hashes are kept, waiting for their snapshots (about 100 bytes each).
+    static let unverifiedLimit = 4_096
 
     /// Compares the hashes kept in ``unverified`` with the snapshots stored since.
     private func checkSnapshots() async throws(ReplicationError) {
@@ -411,16 +434,10 @@ package actor Replicator {
 
     /// Sends a dispatch to the stream; returns the version it was committed and applied at.
     package func submit(identifier: String, payload: String, source: String) async throws -> UInt64 {
-        try checkOpen()
-        guard writes else {
-            throw ReplicationError(
-                .readOnly, stream: stream.stream,
-                "this process follows the stream read-only (ReplicatedStore.follow): open it with ReplicatedStore.open to dispatch")
-        }
-        if let refusal = Self.unstorable(identifier: identifier, payload: payload, source: source) {
-            throw ReplicationError(
-                .invalidArgument, stream: stream.stream,
-                "action \"\(identifier.debugDescription.dropFirst().dropLast())\" was not written: \(refusal)")
+        do throws(ReplicationError) {
+            try checkSubmission(identifier: identifier, payload: payload, source: source)
+        } catch {
+            throw error.refusingDispatch()
         }
         let seq = nextSeq
         nextSeq += 1
@@ -440,19 +457,45 @@ package actor Replicator {
         committing = true
         await commitQueued(returningAfter: box)
         guard let result = box.result else {
-            throw failure ?? ReplicationError(.closed, stream: stream.stream, "the replicated store was closed")
+            throw (failure ?? ReplicationError(.closed, stream: stream.stream, "the replicated store was closed"))
+                .answering(writer: writer, sequence: seq, outcome: .unknown)
         }
         return try result.get()
     }
 
-    /// Why PostgreSQL would refuse to store an action, or nil: its `text` columns and `jsonb`
-    /// hold no U+0000 (a payload's `\u0000` escape included). Checked before the action joins a
-    /// group, so that it fails alone.
+    /// Throws why a dispatch may not be sent, checked before it is given a sequence number.
+    private func checkSubmission(identifier: String, payload: String, source: String) throws(ReplicationError) {
+        try checkOpen()
+        if let refusal = forked() { throw refusal }
+        guard writes else {
+            throw ReplicationError(
+                .readOnly, stream: stream.stream,
+                "this process follows the stream read-only (ReplicatedStore.follow): open it with ReplicatedStore.open to dispatch")
+        }
+        if let refusal = Self.unstorable(identifier: identifier, payload: payload, source: source) {
+            throw ReplicationError(
+                .invalidArgument, stream: stream.stream,
+                "action \"\(identifier.debugDescription.dropFirst().dropLast())\" was not written: \(refusal)")
+        }
+        // What every replica will do with the stored text, done first: an action this program
+        // cannot apply is refused before it is stored, never committed to stop every replica.
+        do throws(StoreError) {
+            try target.check(identifier: identifier, payload: payload)
+        } catch {
+            throw ReplicationError(
+                .invalidArgument, stream: stream.stream,
+                "action \"\(identifier.debugDescription.dropFirst().dropLast())\" was not written: its payload does not decode back into what a replica applies: \(error.message)")
+        }
+    }
+
+    /// Why PostgreSQL would refuse to store an action, or nil: its `text` columns hold no U+0000,
+    /// and a payload's `\u0000` escape, which `json` keeps, would make the row one that `->>` and
+    /// `jsonb` refuse. Checked before the action joins a group, so that it fails alone.
     static func unstorable(identifier: String, payload: String, source: String) -> String? {
         if identifier.utf8.contains(0) { return "its identifier holds U+0000, which PostgreSQL's text cannot store" }
         if source.utf8.contains(0) { return "its source holds U+0000, which PostgreSQL's text cannot store" }
         if payload.utf8.contains(0) || containsNULEscape(payload) {
-            return "its payload holds U+0000 (\\u0000), which PostgreSQL's jsonb cannot store"
+            return "its payload holds U+0000 (\\u0000), which PostgreSQL's text and jsonb cannot hold"
         }
         return nil
     }
@@ -488,25 +531,26 @@ package actor Replicator {
             let group = Array(queue.prefix(options.maximumBatch))
             queue.removeFirst(group.count)
             for pending in group { inFlight[pending.seq] = pending }
-            do {
-                try await commit(group)
-                try await snapshotIfDue()
-            } catch where group.count > 1 && !error.isTransient && error.kind == .server && failure == nil {
+            do throws(CommitFailure) {
+                try await commit(group, until: retryDeadline())
+                try? await snapshotIfDue()
+            } catch where group.count > 1 && error.outcome == .notStored && error.error.kind == .server
+                && !error.error.isTransient && failure == nil
+            {
                 // The server refused the group (nothing of it was stored): each action is
                 // judged alone, so that one the server refuses fails only its own dispatch.
+                // One retry bound for them all: an outage meanwhile fails the rest together.
+                let deadline = retryDeadline()
                 for pending in group {
-                    do {
-                        try await commit([pending])
+                    do throws(CommitFailure) {
+                        try await commit([pending], until: deadline)
                     } catch {
-                        inFlight.removeValue(forKey: pending.seq)?.resolve(.failure(error))
+                        settle([pending], error)
                     }
                 }
                 try? await snapshotIfDue()
             } catch {
-                // Not acknowledged: what the commit did not apply fails with the reason.
-                for pending in group {
-                    inFlight.removeValue(forKey: pending.seq)?.resolve(.failure(error))
-                }
+                settle(group, error)
             }
         }
         committing = false
@@ -514,6 +558,31 @@ package actor Replicator {
         if wokenWhileCommitting {
             wokenWhileCommitting = false
             wake.yield()
+        }
+    }
+
+    /// When retries that start now must end: ``ReplicationOptions/reconnectTimeout`` on.
+    private func retryDeadline() -> ContinuousClock.Instant {
+        ContinuousClock.now.advanced(by: .nanoseconds(Int64(options.reconnectTimeout * 1e9)))
+    }
+
+    /// Why a group's commit failed, and what became of its dispatches.
+    struct CommitFailure: Error {
+        let error: ReplicationError
+        /// `.stored(version:)` names the group's last version.
+        let outcome: ReplicationError.DispatchOutcome
+    }
+
+    /// Fails the dispatches of `group` not applied yet with `failure`'s error, each saying what
+    /// became of it.
+    private func settle(_ group: [PendingDispatch], _ failure: CommitFailure) {
+        for (index, pending) in group.enumerated() {
+            guard let pending = inFlight.removeValue(forKey: pending.seq) else { continue }
+            var outcome = failure.outcome
+            if case .stored(let last) = outcome {
+                outcome = .stored(version: last - UInt64(group.count - 1 - index))
+            }
+            pending.resolve(.failure(failure.error.answering(writer: writer, sequence: pending.seq, outcome: outcome)))
         }
     }
 
@@ -526,32 +595,58 @@ package actor Replicator {
     /// error that may pass (a full connection table, a shutdown, a lock timeout), the same
     /// request is simply made again, with back-off, until `reconnectTimeout`: none is lost and
     /// none is written twice, whether the first request never arrived, committed, or arrives late.
-    private func commit(_ group: [PendingDispatch]) async throws(ReplicationError) {
-        let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(options.reconnectTimeout * 1e9)))
+    ///
+    /// Whatever ends it, the failure says what became of the group: stored (the append answered,
+    /// then applying it here failed), unknown (an attempt's answer was lost, and no later one
+    /// answered), or not stored (no request reached the server, or the server refused each one).
+    private func commit(_ group: [PendingDispatch], until deadline: ContinuousClock.Instant) async throws(CommitFailure) {
+        let last = try await appendRetrying(group, until: deadline)
+        announce(last)
+        do throws(ReplicationError) {
+            try await applyOwn(group, last: last)
+        } catch {
+            throw CommitFailure(error: error, outcome: .stored(version: last))
+        }
+    }
+
+    /// Appends `group`, trying again what may pass until `deadline`; returns the version of its
+    /// last action, once committed.
+    private func appendRetrying(
+        _ group: [PendingDispatch], until deadline: ContinuousClock.Instant
+    ) async throws(CommitFailure) -> UInt64 {
         var attempt = 0
-        // Whether a request may have reached the server: then an error is "unknown", not "not stored".
-        var sent = false
+        // Whether an attempt's answer was lost after its request may have reached the server.
+        var mayHaveCommitted = false
         while true {
-            try checkOpen()
             var used: PostgresConnection?
-            do {
+            do throws(ReplicationError) {
+                try checkOpen()
                 let connection = try await connection(.write)
                 used = connection
-                sent = true
-                let last = try await append(group, on: connection)
-                announce(last)
-                try await applyOwn(group, last: last)
-                return
-            } catch where error.isTransient {
-                if error.kind == .connection, let used { await drop(.write, failed: used) }
-                guard ContinuousClock.now < deadline else {
-                    throw uncertain(error, sent: sent && group.contains { inFlight[$0.seq] != nil })
+                do throws(ReplicationError) {
+                    return try await append(group, on: connection)
+                } catch {
+                    // The server's error is its answer: that attempt stored nothing. A lost
+                    // connection or an answer not come in time leaves it unknown.
+                    if error.kind == .connection { mayHaveCommitted = true }
+                    throw error
                 }
+            } catch where error.isTransient && ContinuousClock.now < deadline {
+                if error.kind == .connection, let used { await drop(.write, failed: used) }
                 attempt += 1
                 logger.warning(
                     "ReduxStorePostgres: \(error.description); trying again",
                     metadata: ["stream": .string(stream.stream), "attempt": .stringConvertible(attempt)])
                 try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
+            } catch {
+                if error.kind == .connection, let used { await drop(.write, failed: used) }
+                var error = error
+                if error.isTransient {
+                    error = ReplicationError(
+                        error.kind, stream: stream.stream, version: error.version,
+                        error.message + "; not regained within \(options.reconnectTimeout) s", transient: true)
+                }
+                throw CommitFailure(error: error, outcome: mayHaveCommitted ? .unknown : .notStored)
             }
         }
     }
@@ -587,17 +682,6 @@ package actor Replicator {
             version = next
         }
         announcing = false
-    }
-
-    /// The error a dispatch fails with once its retries ran out: when a request may have reached
-    /// the server, it says that the outcome is unknown and how to learn it.
-    private func uncertain(_ error: ReplicationError, sent: Bool) -> ReplicationError {
-        guard sent else { return error }
-        return ReplicationError(
-            error.kind, stream: stream.stream, version: error.version,
-            error.message + "; not regained within \(options.reconnectTimeout) s: the action may have been committed "
-                + "(if it was, this replica applies it when it reads the stream, and catchUp() shows it)",
-            transient: error.isTransient)
     }
 
     /// Appends `group` in one call; returns the version of its last action, once committed.
@@ -643,7 +727,7 @@ package actor Replicator {
     /// The connection for `role`, connected anew if it was lost.
     private func connection(_ role: Role) async throws(ReplicationError) -> PostgresConnection {
         if let live = current(role), !live.isClosed { return live }
-        let made = try await StreamConnection.connect(stream, logger: logger)
+        let made = try await StreamConnection.connect(stream, appends: role == .write, logger: logger)
         // Another task of this actor may have connected meanwhile (the await above lets it run).
         if let live = current(role), !live.isClosed {
             try? await made.close()
@@ -722,11 +806,19 @@ package actor Replicator {
         return error
     }
 
+    /// Fails every dispatch still waiting: those queued were never sent; one handed to a
+    /// commit may have reached the server.
     private func failAll(_ error: ReplicationError) {
-        let waiting = queue + inFlight.values
+        let queued = queue
+        let sent = Array(inFlight.values)
         queue.removeAll()
         inFlight.removeAll()
-        for pending in waiting { pending.resolve(.failure(error)) }
+        for pending in queued {
+            pending.resolve(.failure(error.answering(writer: writer, sequence: pending.seq, outcome: .notStored)))
+        }
+        for pending in sent {
+            pending.resolve(.failure(error.answering(writer: writer, sequence: pending.seq, outcome: .unknown)))
+        }
     }
 
     /// Waits for the dispatches sent, stops following and closes the connections. Idempotent.

@@ -167,6 +167,9 @@ final class CStreamReplica: Sendable {
             guard let replicator = replicator.withLock({ $0 }) else {
                 throw CFailure(RDX_EINVAL, "stream \"\(stream)\": the replicated store is not open yet")
             }
+            // Checked here, on C's thread: a child after fork has none of the threads the wait
+            // below would need.
+            if let refusal = replicator.forked() { throw CFailure(refusal) }
             let text: String
             do throws(StoreError) {
                 if let payload {
@@ -198,6 +201,8 @@ final class CStreamReplica: Sendable {
     /// Waits for the dispatches on their way, stops following, closes the connections.
     func close() {
         guard let replicator = replicator.withLock({ $0 }) else { return }
+        // A child after fork lets its copy go: the connections are its parent's.
+        guard replicator.forked() == nil else { return }
         _ = blockingWait { () async throws(CFailure) in await replicator.close() }
     }
 }
@@ -236,6 +241,11 @@ struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
         guard status == RDX_OK else {
             throw StoreError(.decode, rdx_last_error().map { String(cString: $0) } ?? "refused (\(status.rawValue))")
         }
+    }
+
+    func check(identifier: String, payload: String) throws(StoreError) {
+        // A C store's reducers take any JSON: the text must parse, as its apply parses it.
+        json_object_put(try JSONCText.parse(payload))
     }
 
     func canonicalState() throws(StoreError) -> String {

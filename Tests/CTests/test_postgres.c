@@ -279,6 +279,21 @@ int main(void)
     CHECK_STATUS(rdx_store_restore_version(store, 0), RDX_EINVAL);
     CHECK_EQ_INT(rdx_store_version(store), 0);
 
+    TEST("a child after fork never appends under its parent's name: refused, and the parent goes on");
+    {
+        pid_t child;
+        int child_status = 0;
+        fflush(NULL);
+        child = fork();
+        if (child == 0) {
+            rdx_status refused = rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"child\"}}");
+            _exit(refused == RDX_EINVAL && strstr(rdx_last_error(), "child") != NULL ? 0 : 1);
+        }
+        CHECK(child > 0 && waitpid(child, &child_status, 0) == child);
+        CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+        CHECK_EQ_INT(rdx_store_version(store), 0);
+    }
+
     TEST("a payload PostgreSQL cannot store (U+0000) is refused before it is sent");
     CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"a\\u0000b\"}}"),
                  RDX_EINVAL);

@@ -14,6 +14,8 @@ target (the server's answers always pass); the proxy answers `ok`:
                   (as a network does when a partition heals), then pass again
     slow N        forward at most N bytes a second
     cut           close every connection now, both ways
+    mute          drop every answer the server sends on the connections open now (a link that
+                  fails one way: requests arrive, answers never come); new connections pass
     count         answer the number of open connections
 
 It stops by itself after SECONDS (600 by default), or when killed.
@@ -30,6 +32,7 @@ class Proxy:
         self.mode = "pass"
         self.rate = 0
         self.connections = set()
+        self.muted = set()
         self.changed = asyncio.Condition()
 
     async def client(self, reader, writer):
@@ -41,7 +44,7 @@ class Proxy:
         link = (writer, server_writer)
         self.connections.add(link)
         up = asyncio.ensure_future(self.upstream(reader, server_writer))
-        down = asyncio.ensure_future(self.downstream(server_reader, writer))
+        down = asyncio.ensure_future(self.downstream(server_reader, writer, link))
         # The client's side may end while bytes it sent are held: the upstream task delivers them
         # on release, then closes the server's side. Only the server's end stops it early.
         await asyncio.wait([up, down], return_when=asyncio.FIRST_COMPLETED)
@@ -50,6 +53,7 @@ class Proxy:
             server_writer.close()
         await asyncio.gather(up, down, return_exceptions=True)
         self.connections.discard(link)
+        self.muted.discard(link)
         writer.close()
 
     async def wait_change(self):
@@ -95,11 +99,13 @@ class Proxy:
             # Else the mode changed: look again; the read stays on its way.
         server_writer.close()
 
-    async def downstream(self, server_reader, writer):
+    async def downstream(self, server_reader, writer, link):
         while True:
             data = await server_reader.read(65536)
             if not data:
                 break
+            if link in self.muted:
+                continue
             writer.write(data)
             await writer.drain()
 
@@ -125,6 +131,8 @@ class Proxy:
                         transport = side.transport
                         if transport is not None:
                             transport.abort()
+            elif words[0] == "mute":
+                self.muted.update(self.connections)
             elif words[0] == "count":
                 answer = str(len(self.connections))
             else:

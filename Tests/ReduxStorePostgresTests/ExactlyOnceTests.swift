@@ -1,0 +1,224 @@
+import Foundation
+import PostgresNIO
+import ReduxStore
+@testable import ReduxStorePostgres
+import ReduxStoreTestSupport
+import Testing
+
+/// The paths an action takes where "stored once, the same state everywhere" is easiest to break:
+/// an answer lost while another process trims, numbers PostgreSQL would rewrite, an action the
+/// program's own decoder refuses, an error after an attempt that may have committed, a role whose
+/// `synchronous_commit` is off.
+extension ReplicationTests {
+@Suite("Exactly once on every path")
+struct ExactlyOnceTests {
+    typealias FaultProxy = FaultTests.FaultProxy
+
+    /// The stream's head, and how many rows hold `tag`.
+    static func head(_ stream: PostgresStream, tag: String) async throws -> (head: Int, rows: Int) {
+        let name = TestServer.literal(stream.stream)
+        let head = try await TestServer.sql("SELECT version FROM \(stream.schema).streams WHERE name = \(name)")
+        let rows = try await TestServer.sql(
+            "SELECT count(*) FROM \(stream.schema).actions WHERE stream = \(name) AND payload->>'tag' = \(TestServer.literal(tag))")
+        return (Int(head[0][0])!, Int(rows[0][0])!)
+    }
+
+    /// Waits until a row holds `tag` (a request that reached the server and committed).
+    static func waitForRow(_ stream: PostgresStream, tag: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await head(stream, tag: tag).rows == 0 {
+            guard ContinuousClock.now < deadline else { throw ProcessFailure(description: "\(tag) never committed") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    @Test("an answer lost while another process trims past it: the retry answers the first version, nothing is stored twice")
+    func lostAnswerAcrossATrim() async throws {
+        let proxy = try await FaultProxy()
+        defer { proxy.stop() }
+        let name = "trim-\(UInt32.random(in: 0...UInt32.max))"
+        let stream = try PostgresStream(connection: proxy.url, stream: name)
+        let direct = try PostgresStream(connection: try TestServer.url(), stream: name)
+        var options = ReplicationOptions()
+        options.reconnectTimeout = 60
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        #expect(try await writer.dispatch(Add(by: 1, tag: "first")) == 1)
+        // The request arrives and commits; its answer, and every other on the writer's
+        // connections, is lost.
+        try proxy.command("mute")
+        let lost = Task { try await writer.dispatch(Add(by: 1, tag: "lost-answer")) }
+        try await Self.waitForRow(direct, tag: "lost-answer")
+        // Meanwhile another process commits, stores snapshots and trims every action up to 20:
+        // the lost one's row is gone before the writer asks again.
+        var trimming = ReplicationOptions()
+        trimming.snapshotEvery = 5
+        trimming.snapshotsKept = 1
+        trimming.trimsActions = true
+        let other = try await ReplicatedStore.open(
+            direct, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: trimming)
+        for index in 3...22 { try await other.dispatch(Add(by: 1, tag: "other-\(index)")) }
+        #expect(try await Self.head(direct, tag: "lost-answer") == (22, 0), "the trim took the lost answer's row")
+        // The writer gives up on the answer (10 s), connects anew and asks again.
+        let version = try await lost.value
+        #expect(version == 2, "the retry answers the version stored the first time")
+        let after = try await Self.head(direct, tag: "lost-answer")
+        #expect(after == (22, 0), "the retry stored the action a second time")
+        await writer.close()
+        await other.close()
+    }
+
+    /// A state that keeps each payload's value as given: the shape where a rewritten number shows.
+    static let keepPayloads: Reducer<[JSONValue]> = { state, action in
+        guard let action = action as? JSONAction, action.identifier == "keep" else { return }
+        state.append(action.payload ?? .null)
+    }
+
+    @Test("numbers PostgreSQL's jsonb would rewrite reach every process as the writer sent them")
+    func numbersAsWritten() async throws {
+        let stream = try TestServer.stream("numbers")
+        var options = ReplicationOptions()
+        options.snapshotEvery = 3
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [Self.keepPayloads], initialState: [], actions: ActionTypes(), options: options)
+        let follower = try await ReplicatedStore.follow(
+            stream, reducers: [Self.keepPayloads], initialState: [], actions: ActionTypes(), options: options)
+        let values: [JSONValue] = [.double(1e16), .double(-0.0), .double(100), .double(1.5e300), .int(7), .uint(UInt64.max)]
+        for value in values {
+            try await writer.dispatch(JSONAction(identifier: "keep", payload: .object(["n": value])))
+        }
+        try await follower.catchUp()
+        let late = try await ReplicatedStore.follow(
+            stream, reducers: [Self.keepPayloads], initialState: [], actions: ActionTypes(), options: options)
+        let texts = try [writer, follower, late].map { replica in
+            try JSONValue(canonicallyEncoding: replica.store.currentState()).description
+        }
+        #expect(texts[1] == texts[0], "a follower applied other numbers than the writer")
+        #expect(texts[2] == texts[0], "a new process (from the snapshot at 6) holds other numbers than the writer")
+        #expect(late.store.currentState() == writer.store.currentState())
+        // The stream holds the text as the writer sent it, which jsonb would have rewritten
+        // (`-0.0` as `0.0`, `1.5e+300` as 301 digits).
+        let stored = try await TestServer.sql(
+            "SELECT payload::text FROM \(stream.schema).actions WHERE stream = \(TestServer.literal(stream.stream)) ORDER BY version")
+        #expect(stored.map { $0[0] } == values.map { JSONValue.object(["n": $0]).description })
+        #expect(await follower.failure == nil)
+        #expect(await late.failure == nil)
+        await late.close()
+        await follower.close()
+        await writer.close()
+    }
+
+    /// An action whose decoding refuses what its encoding writes.
+    struct OneWay: Action, Codable {
+        var value: Int
+        var identifier: String { "one-way" }
+        init(value: Int) { self.value = value }
+        init(from decoder: any Decoder) throws {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "one-way never decodes"))
+        }
+    }
+
+    @Test("an action the program's own decoder refuses is refused before it is stored")
+    func refusedBeforeStored() async throws {
+        let stream = try TestServer.stream("one-way")
+        var actions = tallyActions
+        actions.register(OneWay.self, for: "one-way")
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: actions)
+        try await writer.dispatch(Add(by: 1, tag: "before"))
+        do {
+            try await writer.dispatch(OneWay(value: 1))
+            Issue.record("an action that does not decode was committed")
+        } catch let error as ReplicationError {
+            #expect(error.kind == .invalidArgument)
+            #expect(error.message.contains("one-way never decodes"), "\(error)")
+        }
+        #expect(try await writer.dispatch(Add(by: 1, tag: "after")) == 2)
+        let rows = try await TestServer.sql(
+            "SELECT identifier FROM \(stream.schema).actions WHERE stream = \(TestServer.literal(stream.stream)) ORDER BY version")
+        #expect(rows == [["add"], ["add"]])
+        let late = try await ReplicatedStore.follow(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: actions)
+        #expect(late.store.currentState() == writer.store.currentState())
+        #expect(await writer.failure == nil)
+        await late.close()
+        await writer.close()
+    }
+
+    @Test("an answer lost, then a retry refused by a server gone read-only: the error says the outcome is unknown and names the dispatch")
+    func errorAfterAMaybeCommit() async throws {
+        let proxy = try await FaultProxy()
+        defer { proxy.stop() }
+        let name = "maybe-\(UInt32.random(in: 0...UInt32.max))"
+        let stream = try PostgresStream(connection: proxy.url, stream: name)
+        let direct = try PostgresStream(connection: try TestServer.url(), stream: name)
+        var options = ReplicationOptions()
+        options.reconnectTimeout = 60
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        try await writer.dispatch(Add(by: 1, tag: "first"))
+        try proxy.command("mute")
+        let lost = Task { try await writer.dispatch(Add(by: 1, tag: "maybe")) }
+        try await Self.waitForRow(direct, tag: "maybe")
+        // As after a failover to a server that takes no writes: every new session is read-only.
+        try await FaultTests.superuserSQL("ALTER ROLE reduxstore SET default_transaction_read_only = on")
+        do {
+            _ = try await lost.value
+            Issue.record("a retry refused by a read-only server was answered as a success")
+        } catch let error as ReplicationError {
+            #expect(error.outcome == .unknown, "\(error)")
+            #expect(error.writer != nil && error.sequence == 2, "\(error)")
+            #expect(error.message.contains("outcome unknown"), "\(error)")
+            #expect(error.message.contains("seq 2"), "\(error)")
+            // What the error names is what the stream holds: the action, once.
+            if let writerName = error.writer {
+                let rows = try await TestServer.sql("""
+                    SELECT version FROM \(direct.schema).actions WHERE stream = \(TestServer.literal(name))
+                    AND writer = \(TestServer.literal(writerName)) AND seq = 2
+                    """)
+                #expect(rows == [["2"]])
+            }
+        }
+        try await FaultTests.superuserSQL("ALTER ROLE reduxstore RESET default_transaction_read_only")
+        #expect(try await writer.catchUp() == 2)
+        #expect(writer.store.currentState().count == 2)
+        await writer.close()
+    }
+
+    @Test("a role with synchronous_commit off and a synchronous standby that never answers: no dispatch is answered as a success")
+    func durableWhateverTheRole() async throws {
+        let stream = try TestServer.stream("sync")
+        try await FaultTests.superuserSQL("ALTER ROLE reduxstore SET synchronous_commit = off")
+        try await FaultTests.superuserSQL("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+        try await FaultTests.superuserSQL("SELECT pg_reload_conf()")
+        var options = ReplicationOptions()
+        options.reconnectTimeout = 2
+        var writer: ReplicatedStore<Tally>?
+        do {
+            writer = try await ReplicatedStore.open(
+                stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+            do {
+                let version = try await writer!.dispatch(Add(by: 1, tag: "unreplicated"))
+                Issue.record("answered version \(version) before the synchronous standby confirmed it")
+            } catch let error as ReplicationError {
+                #expect(error.outcome == .unknown, "\(error)")
+            }
+        } catch {
+            Issue.record("\(error)")
+        }
+        try await FaultTests.superuserSQL("ALTER SYSTEM RESET synchronous_standby_names")
+        try await FaultTests.superuserSQL("SELECT pg_reload_conf()")
+        try await FaultTests.superuserSQL("ALTER ROLE reduxstore RESET synchronous_commit")
+        // Released, the commit that waited completes: the action is there once.
+        if let writer {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await writer.catchUp() < 1, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(writer.store.currentState().count == 1)
+            #expect(try await Self.head(stream, tag: "unreplicated") == (1, 1))
+            await writer.close()
+        }
+    }
+}
+}
