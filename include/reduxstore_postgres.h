@@ -39,7 +39,8 @@ extern "C" {
 /*
  * Opens the stream named `stream` on the server `connection` names, to write to: creates the
  * library's tables (schema "reduxstore") and the stream when missing, starts from the stream's
- * newest snapshot (or a deep copy of `initial_state`, borrowed, at version 0), applies the actions
+ * newest snapshot a second process confirmed (or a deep copy of `initial_state`, borrowed, at
+ * version 0; the DocC article "Replication" says which snapshots it trusts), applies the actions
  * after it, and keeps applying what other processes commit (woken by PostgreSQL's notifications,
  * and by a poll every 0.1 s should one be missed). Returns once caught up.
  *
@@ -110,7 +111,7 @@ extern "C" {
  *   RDX_EIO     the server cannot be reached (a fault that may pass, such as a server starting up
  *               or restarting, is tried again for 30 s with back-off first), refuses the user or
  *               the password, fails a statement, or holds the library's tables in a newer format;
- *   RDX_EDECODE the stream's newest snapshot is not JSON a C store can hold, or an action after
+ *   RDX_EDECODE the snapshot it starts from is not JSON a C store can hold, or an action after
  *               it does not apply (naming the version);
  *   RDX_ECORRUPT the state differs from a stored snapshot's, or versions were trimmed;
  *   and what rdx_store_create() returns for the state.

@@ -2,13 +2,19 @@ import Logging
 import PostgresNIO
 
 /// A stream as a process finds it when it opens it: a connection to its server, the library's
-/// tables created or migrated (and, for a writer, the stream's row), and the newest snapshot.
-/// Every statement's wait is bounded, as a replica's are.
+/// tables created or migrated (and, for a writer, the stream's row), and the snapshot to start
+/// from. Every statement's wait is bounded, as a replica's are.
+///
+/// The snapshot to start from is the newest one a second process confirmed (its own hash there
+/// was the same) among those every action after which is still stored. With none, a new
+/// process trusts no snapshot alone: it starts from version 0 when the stream still holds every
+/// action, else from the oldest snapshot it can start from (nothing older is left to check it
+/// against: a warning in the log says so), and it compares every snapshot after it on its way.
 package struct OpenedStream {
     package let connection: PostgresConnection
     package let schema: StreamSchema
     package let logger: Logger
-    /// The newest snapshot's version and state (canonical JSON text), or 0 and `nil`.
+    /// The start's version and state (canonical JSON text), or 0 and `nil`.
     package let version: UInt64
     package let state: String?
 
@@ -44,16 +50,49 @@ package struct OpenedStream {
         do {
             try await schema.migrate(connection, logger: logger)
             if writes { _ = try await connection.rows(schema.createStream(stream.stream), logger: logger) }
-            var newest: (UInt64, String?) = (0, nil)
-            for row in try await connection.rows(schema.newestSnapshot(stream.stream), logger: logger) {
-                let (version, state) = try row.decode((Int64, String).self)
-                newest = (UInt64(version), state)
+            let version = try await start(stream, schema: schema, on: connection, logger: logger)
+            var state: String?
+            if version > 0 {
+                for row in try await connection.rows(schema.snapshotState(stream.stream, version: version), logger: logger) {
+                    state = try row.decode(String.self)
+                }
             }
             return OpenedStream(
-                connection: connection, schema: schema, logger: logger, version: newest.0, state: newest.1)
+                connection: connection, schema: schema, logger: logger, version: state == nil ? 0 : version, state: state)
         } catch {
             try? await connection.close()
             throw StreamConnection.describe(error, stream)
         }
+    }
+
+    /// The version to start from (see the type's documentation): a snapshot's, or 0.
+    private static func start(
+        _ stream: PostgresStream, schema: StreamSchema, on connection: PostgresConnection, logger: Logger
+    ) async throws -> UInt64 {
+        var head: UInt64 = 0
+        var oldest: UInt64 = 0
+        for row in try await connection.rows(schema.extent(stream.stream), logger: logger) {
+            let (h, o) = try row.decode((Int64, Int64).self)
+            (head, oldest) = (UInt64(h), UInt64(o))
+        }
+        var snapshots: [(version: UInt64, confirmed: Bool)] = []
+        for row in try await connection.rows(schema.snapshots(stream.stream), logger: logger) {
+            let (version, confirmed) = try row.decode((Int64, Bool).self)
+            snapshots.append((UInt64(version), confirmed))
+        }
+        // Whether every action after `version` is still stored.
+        func complete(after version: UInt64) -> Bool { version >= head || (oldest != 0 && oldest <= version + 1) }
+        if let confirmed = snapshots.first(where: { $0.confirmed && complete(after: $0.version) }) {
+            return confirmed.version
+        }
+        if complete(after: 0) { return 0 }
+        guard let oldestUsable = snapshots.last(where: { complete(after: $0.version) }) else {
+            // Nothing to start from: the newest, whose tail reading then reports the gap.
+            return snapshots.first?.version ?? 0
+        }
+        logger.warning(
+            "ReduxStorePostgres: starting from the snapshot at version \(oldestUsable.version), which no second process confirmed yet: the actions before it were trimmed, so nothing older can check it",
+            metadata: ["stream": .string(stream.stream)])
+        return oldestUsable.version
     }
 }

@@ -62,7 +62,8 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     }
 
     /// Opens a stream to write to: creates the library's tables and the stream when missing,
-    /// starts from the newest snapshot (or `initialState` at version 0), applies the actions
+    /// starts from the newest snapshot a second process confirmed (or `initialState` at version
+    /// 0: "Sharing a store through PostgreSQL" says which snapshots it trusts), applies the actions
     /// after it, and keeps applying what other processes commit.
     ///
     /// - Parameters:
@@ -84,7 +85,8 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         try await start(stream, reducers: .broadcast(reducers), initialState: initialState, actions: actions, options: options, writes: true)
     }
 
-    /// Follows a stream read-only: starts from the newest snapshot, reads the tail in batches,
+    /// Follows a stream read-only: starts as ``open(_:reducers:initialState:actions:options:)``
+    /// does (confirming the snapshots it compares, its one write), reads the tail in batches,
     /// then applies new versions as they are committed (woken by PostgreSQL's notifications,
     /// and by a poll every ``ReplicationOptions/pollInterval`` seconds should one be missed).
     /// ``dispatch(_:file:line:)`` throws ``ReplicationError/Kind/readOnly``.

@@ -9,8 +9,9 @@ public struct ReplicationOptions: Sendable {
     /// A writer stores the state as a snapshot at every version that is a multiple of this (the
     /// writer that committed that version stores it). 0: never by count. Default 1,000.
     public var snapshotEvery: Int = 1_000
-    /// A writer also stores a snapshot when it commits and the newest one it knows of is older
-    /// than this many seconds. 0: never by time. Default 300.
+    /// A writer also stores a snapshot when it commits and the newest one it stored (or started
+    /// from) is older than this many seconds: at the last version of that commit, which the
+    /// append marks so that every replica compares it. 0: never by time. Default 300.
     public var snapshotInterval: Double = 300
     /// How many of the newest snapshots to keep; older ones are deleted when a writer stores a
     /// new one. At least 1. Default 3.

@@ -21,8 +21,13 @@ package struct StreamRow: Sendable {
     /// The process that wrote it, and which of its dispatches it was.
     let writer: String
     let seq: Int64
-    /// The hash of the snapshot stored at this version, if one is (to compare with).
-    let snapshotHash: String?
+    /// Whether its writer stores a snapshot at this version (every replica keeps its hash there).
+    let snapshot: Bool
+    /// The snapshot stored at this version, if one is (to compare with): its hash, the process
+    /// that stored it, and whether a second process confirmed it.
+    var snapshotHash: String? = nil
+    var snapshotWriter: String? = nil
+    var snapshotConfirmed = false
 }
 
 /// A dispatch waiting for its commit.
@@ -262,12 +267,13 @@ package actor Replicator {
                     schema.tail(stream.stream, after: after, through: goal ?? .max, limit: options.readBatch),
                     logger: logger)
                 {
-                    let (version, identifier, payload, source, writer, seq, snapshot) = try row.decode(
-                        (Int64, String, String, String, String, Int64, String?).self)
+                    let (version, identifier, payload, source, writer, seq, snapshot, hash, storedBy, confirmed) =
+                        try row.decode((Int64, String, String, String, String, Int64, Bool, String?, String?, Bool?).self)
                     rows.append(
                         StreamRow(
                             version: UInt64(version), identifier: identifier, payload: payload, source: source,
-                            writer: writer, seq: seq, snapshotHash: snapshot))
+                            writer: writer, seq: seq, snapshot: snapshot, snapshotHash: hash, snapshotWriter: storedBy,
+                            snapshotConfirmed: confirmed ?? false))
                 }
                 return rows
             }
@@ -331,15 +337,16 @@ package actor Replicator {
             if row.writer == writer, let pending = inFlight.removeValue(forKey: row.seq) {
                 pending.resolve(.success(row.version))
             }
-            // At the versions snapshots are stored at: this process's own hash of the state.
-            let aligned = options.snapshotEvery > 0 && row.version % UInt64(options.snapshotEvery) == 0
-            guard aligned || row.snapshotHash != nil else { continue }
+            // At the versions snapshots are stored at (whenever they are): this process's own
+            // hash of the state, compared with the stored one.
+            guard row.snapshot || row.snapshotHash != nil else { continue }
             let state = try canonicalState(at: row.version)
             if let stored = row.snapshotHash {
                 if stored != state.hash { throw divergence(at: row.version) }
+                if !row.snapshotConfirmed, row.snapshotWriter != writer { await confirm(row.version, hash: stored) }
             } else if row.writer == writer {
-                // The writer of an aligned version stores its snapshot. The await lets other
-                // rows be applied meanwhile: the state was taken above.
+                // The writer of the version stores its snapshot. The await lets other rows be
+                // applied meanwhile: the state was taken above.
                 try await storeSnapshot(state, at: row.version)
             } else {
                 // Compared once the snapshot is stored (``checkSnapshots()``).
@@ -349,7 +356,7 @@ package actor Replicator {
                     // given up on, and said so.
                     unverified[oldest] = nil
                     logger.warning(
-                        "ReduxStorePostgres: no snapshot was stored at version \(oldest) while this replica applied \(Self.unverifiedLimit) later aligned versions: its state there is not compared",
+                        "ReduxStorePostgres: no snapshot was stored at version \(oldest) while this replica applied \(Self.unverifiedLimit) later versions marked for one: its state there is not compared",
                         metadata: ["stream": .string(stream.stream)])
                 }
             }
@@ -379,7 +386,8 @@ package actor Replicator {
         let stored = try await withConnection(.write) { (connection) async throws -> String? in
             var stored: String?
             for row in try await connection.rows(
-                schema.storeSnapshot(stream.stream, version: version, state: state.text, hash: state.hash), logger: logger)
+                schema.storeSnapshot(stream.stream, version: version, state: state.text, hash: state.hash, writer: writer),
+                logger: logger)
             {
                 stored = try row.decode(String?.self)
             }
@@ -392,6 +400,16 @@ package actor Replicator {
         if let stored, stored != state.hash { throw divergence(at: version) }
     }
 
+    /// Records that this process's hash at `version` is the stored snapshot's: a second process
+    /// confirmed it, and a new process may start from it. Best effort: a confirmation lost only
+    /// makes a new process start further back.
+    private func confirm(_ version: UInt64, hash: String) async {
+        _ = try? await withConnection(.write) { connection in
+            try await connection.rows(
+                schema.confirmSnapshot(stream.stream, version: version, hash: hash, writer: writer), logger: logger)
+        }
+    }
+
     /// This process's hashes at versions whose snapshot was not stored yet when it applied them.
     private var unverified: [UInt64: String] = [:]
     /// How many such hashes are kept, waiting for their snapshots (about 100 bytes each).
@@ -401,17 +419,18 @@ package actor Replicator {
     private func checkSnapshots() async throws(ReplicationError) {
         guard !unverified.isEmpty else { return }
         let versions = unverified.keys.map { Int64(bitPattern: $0) }
-        let stored = try await withConnection(.read) { (connection) async throws -> [(Int64, String)] in
-            var stored: [(Int64, String)] = []
+        let stored = try await withConnection(.read) { (connection) async throws -> [(Int64, String, String?, Bool)] in
+            var stored: [(Int64, String, String?, Bool)] = []
             for row in try await connection.rows(schema.snapshotHashes(stream.stream, versions: versions), logger: logger) {
-                stored.append(try row.decode((Int64, String).self))
+                stored.append(try row.decode((Int64, String, String?, Bool).self))
             }
             return stored
         }
-        for (version, hash) in stored {
+        for (version, hash, storedBy, confirmed) in stored {
             let version = UInt64(version)
             guard let mine = unverified.removeValue(forKey: version) else { continue }
             if mine != hash { throw divergence(at: version) }
+            if !confirmed, storedBy != writer { await confirm(version, hash: hash) }
         }
     }
 
@@ -421,13 +440,11 @@ package actor Replicator {
             "this replica's state differs from the snapshot stored at this version by another process: the reducers are not deterministic, or the processes run different reducers"))
     }
 
-    /// Stores a snapshot of the current state when the newest one is older than the interval.
-    private func snapshotIfDue() async throws(ReplicationError) {
-        guard options.snapshotInterval > 0, target.version > lastSnapshot.version,
-            lastSnapshot.time.duration(to: .now).seconds >= options.snapshotInterval
-        else { return }
-        let version = target.version
-        try await storeSnapshot(try canonicalState(at: version), at: version)
+    /// Whether a snapshot is due by time: the newest this process stored (or started from) is
+    /// older than ``ReplicationOptions/snapshotInterval``. The next group's last action is then
+    /// marked for one, so that every replica compares it.
+    private func snapshotDueByTime() -> Bool {
+        options.snapshotInterval > 0 && lastSnapshot.time.duration(to: .now).seconds >= options.snapshotInterval
     }
 
     // MARK: Dispatching
@@ -533,7 +550,6 @@ package actor Replicator {
             for pending in group { inFlight[pending.seq] = pending }
             do throws(CommitFailure) {
                 try await commit(group, until: retryDeadline())
-                try? await snapshotIfDue()
             } catch where group.count > 1 && error.outcome == .notStored && error.error.kind == .server
                 && !error.error.isTransient && failure == nil
             {
@@ -548,7 +564,6 @@ package actor Replicator {
                         settle([pending], error)
                     }
                 }
-                try? await snapshotIfDue()
             } catch {
                 settle(group, error)
             }
@@ -600,10 +615,11 @@ package actor Replicator {
     /// then applying it here failed), unknown (an attempt's answer was lost, and no later one
     /// answered), or not stored (no request reached the server, or the server refused each one).
     private func commit(_ group: [PendingDispatch], until deadline: ContinuousClock.Instant) async throws(CommitFailure) {
-        let last = try await appendRetrying(group, until: deadline)
+        let snapshotLast = snapshotDueByTime()
+        let last = try await appendRetrying(group, snapshotLast: snapshotLast, until: deadline)
         announce(last)
         do throws(ReplicationError) {
-            try await applyOwn(group, last: last)
+            try await applyOwn(group, last: last, snapshotLast: snapshotLast)
         } catch {
             throw CommitFailure(error: error, outcome: .stored(version: last))
         }
@@ -612,7 +628,7 @@ package actor Replicator {
     /// Appends `group`, trying again what may pass until `deadline`; returns the version of its
     /// last action, once committed.
     private func appendRetrying(
-        _ group: [PendingDispatch], until deadline: ContinuousClock.Instant
+        _ group: [PendingDispatch], snapshotLast: Bool, until deadline: ContinuousClock.Instant
     ) async throws(CommitFailure) -> UInt64 {
         var attempt = 0
         // Whether an attempt's answer was lost after its request may have reached the server.
@@ -624,7 +640,7 @@ package actor Replicator {
                 let connection = try await connection(.write)
                 used = connection
                 do throws(ReplicationError) {
-                    return try await append(group, on: connection)
+                    return try await append(group, snapshotLast: snapshotLast, on: connection)
                 } catch {
                     // The server's error is its answer: that attempt stored nothing. A lost
                     // connection or an answer not come in time leaves it unknown.
@@ -685,10 +701,13 @@ package actor Replicator {
     }
 
     /// Appends `group` in one call; returns the version of its last action, once committed.
-    private func append(_ group: [PendingDispatch], on connection: PostgresConnection) async throws(ReplicationError) -> UInt64 {
+    private func append(
+        _ group: [PendingDispatch], snapshotLast: Bool, on connection: PostgresConnection
+    ) async throws(ReplicationError) -> UInt64 {
         let query = schema.append(
             stream.stream, identifiers: group.map(\.identifier), payloads: group.map(\.payload),
-            sources: group.map(\.source), writer: writer, firstSeq: group[0].seq)
+            sources: group.map(\.source), writer: writer, firstSeq: group[0].seq,
+            snapshotEvery: options.snapshotEvery, snapshotLast: snapshotLast)
         // The seqs of one group are consecutive: `firstSeq + i` is the i-th's.
         assert(zip(group, group.dropFirst()).allSatisfy { $0.seq + 1 == $1.seq })
         do {
@@ -706,17 +725,20 @@ package actor Replicator {
     }
 
     /// Applies `group`, committed as the versions through `last`, after whatever the stream
-    /// holds before it.
-    private func applyOwn(_ group: [PendingDispatch], last: UInt64) async throws(ReplicationError) {
+    /// holds before it; its rows marked for snapshots as the procedure marked them.
+    private func applyOwn(_ group: [PendingDispatch], last: UInt64, snapshotLast: Bool) async throws(ReplicationError) {
         learned(head: last)
         let first = last - UInt64(group.count) + 1
         if target.version < first - 1 {
             try await catchUp(through: first - 1)
         }
+        let every = UInt64(options.snapshotEvery)
         try await apply(group.enumerated().map { index, pending in
-            StreamRow(
-                version: first + UInt64(index), identifier: pending.identifier, payload: pending.payload,
-                source: pending.source, writer: writer, seq: pending.seq, snapshotHash: nil)
+            let version = first + UInt64(index)
+            return StreamRow(
+                version: version, identifier: pending.identifier, payload: pending.payload,
+                source: pending.source, writer: writer, seq: pending.seq,
+                snapshot: (every > 0 && version % every == 0) || (snapshotLast && version == last))
         })
     }
 

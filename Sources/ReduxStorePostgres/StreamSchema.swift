@@ -8,22 +8,25 @@ import Logging
 /// - `streams (name text PRIMARY KEY, version bigint, created timestamptz)`: a stream's newest
 ///   version. An append updates its row, so writers of one stream take their turn on that row's
 ///   lock, for the length of one call on the server (never across a round trip to a client).
-/// - `actions (stream, version, identifier, payload json, time, source, writer, seq)`, keyed by
-///   (stream, version): the append-only history. `payload` is `json`, which keeps the text as
-///   the writer sent it (`jsonb` would rewrite its numbers: `1e16`, `-0.0`, `1E2`), so every
-///   process applies the same text. `writer` and `seq` name the process and dispatch that wrote
-///   a row.
+/// - `actions (stream, version, identifier, payload json, time, source, writer, seq, snapshot)`,
+///   keyed by (stream, version): the append-only history. `payload` is `json`, which keeps the
+///   text as the writer sent it (`jsonb` would rewrite its numbers: `1e16`, `-0.0`, `1E2`), so
+///   every process applies the same text. `writer` and `seq` name the process and dispatch that
+///   wrote a row; `snapshot` says that its writer stores a snapshot at its version, so that
+///   every replica that applies it keeps its own hash there to compare, whenever it is stored.
 /// - `writers (stream, writer, seq, version)`, keyed by (stream, writer): each writer's newest
 ///   stored dispatch and its version, the evidence that lets the procedure recognize a request
 ///   repeated or delivered late. Retention never deletes it, so it outlives the actions a trim
 ///   removes.
-/// - `snapshots (stream, version, state json, hash, time)`, keyed by (stream, version): `hash`
-///   is the SHA-256, in hex, of the state's canonical JSON text (no spaces, object keys sorted
-///   by code point, unordered collections in a canonical order:
+/// - `snapshots (stream, version, state json, hash, time, writer, confirmed_by)`, keyed by
+///   (stream, version): `hash` is the SHA-256, in hex, of the state's canonical JSON text (no
+///   spaces, object keys sorted by code point, unordered collections in a canonical order:
 ///   `ReduxStore.JSONValue(canonicallyEncoding:)`'s `description`), which every process computes
-///   for itself at the versions snapshots are stored at and compares.
-/// - `append(stream, identifiers, payloads, sources, writer, first_seq, INOUT last)`: the
-///   procedure every append calls. It commits inside the call, so the call's answer comes only
+///   for itself at the versions snapshots are stored at and compares. `writer` stored it;
+///   `confirmed_by` is the first other process whose own hash there was the same (`NULL`: none
+///   yet). A new process starts only from a confirmed snapshot, where it can.
+/// - `append(stream, identifiers, payloads, sources, writer, first_seq, INOUT last,
+///   snapshot_every, snapshot_last)`: the procedure every append calls. It commits inside the call, so the call's answer comes only
 ///   after the commit; see ``append(_:identifiers:payloads:sources:writer:firstSeq:)``.
 /// - `migrations (version, applied)`: which of these steps ran.
 ///
@@ -101,6 +104,10 @@ package struct StreamSchema: Sendable {
                 // Text as written: every process applies the same numbers.
                 "ALTER TABLE \(quoted).actions ALTER COLUMN payload TYPE json USING payload::text::json",
                 "ALTER TABLE \(quoted).snapshots ALTER COLUMN state TYPE json USING state::text::json",
+                "ALTER TABLE \(quoted).actions ADD COLUMN IF NOT EXISTS snapshot boolean NOT NULL DEFAULT false",
+                "ALTER TABLE \(quoted).snapshots ADD COLUMN IF NOT EXISTS writer text, ADD COLUMN IF NOT EXISTS confirmed_by text",
+                // The procedure takes two more arguments: a new one, not an overload of the old.
+                "DROP PROCEDURE IF EXISTS \(quoted).append(text, text[], text[], text[], text, bigint, bigint)",
                 appendProcedure,
             ],
         ]
@@ -119,6 +126,10 @@ package struct StreamSchema: Sendable {
     ///   them, the request is refused (SQLSTATE `RX001`) and nothing is written. A writer sends
     ///   its groups one after another, so only a request it gave up on can be that old.
     ///
+    /// The rows it writes are marked `snapshot` at the versions its writer will store snapshots
+    /// at: the multiples of `p_snapshot_every` (the writer's ``ReplicationOptions/snapshotEvery``,
+    /// 0 for none) and, with `p_snapshot_last`, the group's last (a snapshot due by time).
+    ///
     /// It commits with `synchronous_commit` at least `on`, whatever the role's or database's
     /// setting (`remote_apply` is kept): the answer comes after the WAL flush, and after the
     /// synchronous standbys confirmed when there are some. The `CALL` is answered after the
@@ -131,7 +142,8 @@ package struct StreamSchema: Sendable {
         return """
         CREATE OR REPLACE PROCEDURE \(quoted).append(
             p_stream text, p_identifiers text[], p_payloads text[], p_sources text[],
-            p_writer text, p_first_seq bigint, INOUT p_last bigint DEFAULT NULL)
+            p_writer text, p_first_seq bigint, INOUT p_last bigint DEFAULT NULL,
+            p_snapshot_every bigint DEFAULT 0, p_snapshot_last boolean DEFAULT false)
         LANGUAGE plpgsql AS \(tag)
         DECLARE
             v_head bigint;
@@ -151,9 +163,11 @@ package struct StreamSchema: Sendable {
                 WHERE stream = p_stream AND writer = p_writer;
             IF v_seq IS NULL OR p_first_seq > v_seq THEN
                 UPDATE \(quoted).streams SET version = v_head + v_count WHERE name = p_stream;
-                INSERT INTO \(quoted).actions (stream, version, identifier, payload, source, writer, seq)
+                INSERT INTO \(quoted).actions (stream, version, identifier, payload, source, writer, seq, snapshot)
                     SELECT p_stream, v_head + a.ord, a.identifier, a.payload::json, nullif(a.source, ''),
-                           p_writer, p_first_seq + a.ord - 1
+                           p_writer, p_first_seq + a.ord - 1,
+                           (p_snapshot_every > 0 AND (v_head + a.ord) % p_snapshot_every = 0)
+                               OR (p_snapshot_last AND a.ord = v_count)
                     FROM unnest(p_identifiers, p_payloads, p_sources) WITH ORDINALITY
                         AS a(identifier, payload, source, ord);
                 p_last := v_head + v_count;
@@ -251,16 +265,18 @@ package struct StreamSchema: Sendable {
     /// Answers the last version, after the commit.
     func append(
         _ stream: String, identifiers: [String], payloads: [String], sources: [String],
-        writer: String, firstSeq: Int64
+        writer: String, firstSeq: Int64, snapshotEvery: Int, snapshotLast: Bool
     ) -> PostgresQuery {
-        var bindings = PostgresBindings(capacity: 6)
+        var bindings = PostgresBindings(capacity: 8)
         bindings.append(stream)
         bindings.append(identifiers)
         bindings.append(payloads)
         bindings.append(sources)
         bindings.append(writer)
         bindings.append(firstSeq)
-        return PostgresQuery(unsafeSQL: "CALL \(quoted).append($1, $2, $3, $4, $5, $6, NULL)", binds: bindings)
+        bindings.append(Int64(snapshotEvery))
+        bindings.append(snapshotLast)
+        return PostgresQuery(unsafeSQL: "CALL \(quoted).append($1, $2, $3, $4, $5, $6, NULL, $7, $8)", binds: bindings)
     }
 
     /// Tells the stream's listeners that it reached `version`: a wake-up hint, in a transaction
@@ -275,8 +291,9 @@ package struct StreamSchema: Sendable {
             unsafeSQL: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", binds: bindings)
     }
 
-    /// The actions after `after` through `through`, at most `limit`, in order, each with the
-    /// hash of the snapshot stored at its version (`NULL`: none is).
+    /// The actions after `after` through `through`, at most `limit`, in order, each with its
+    /// `snapshot` mark, and the hash, writer and confirmation of the snapshot stored at its
+    /// version (`NULL`s: none is).
     func tail(_ stream: String, after: UInt64, through: UInt64, limit: Int) -> PostgresQuery {
         var bindings = PostgresBindings(capacity: 4)
         bindings.append(stream)
@@ -285,7 +302,8 @@ package struct StreamSchema: Sendable {
         bindings.append(Int64(limit))
         return PostgresQuery(
             unsafeSQL: """
-                SELECT a.version, a.identifier, a.payload::text, coalesce(a.source, ''), a.writer, a.seq, s.hash
+                SELECT a.version, a.identifier, a.payload::text, coalesce(a.source, ''), a.writer, a.seq, a.snapshot,
+                       s.hash, s.writer, s.confirmed_by IS NOT NULL
                 FROM \(quoted).actions a
                 LEFT JOIN \(quoted).snapshots s ON s.stream = a.stream AND s.version = a.version
                 WHERE a.stream = $1 AND a.version > $2 AND a.version <= $3
@@ -294,29 +312,55 @@ package struct StreamSchema: Sendable {
             binds: bindings)
     }
 
-    /// The newest snapshot: its version and state as JSON text.
-    func newestSnapshot(_ stream: String) -> PostgresQuery {
+    /// The stream's head and its oldest action still stored (0: none), to tell which snapshots
+    /// a new process can start from (every action after one must be there).
+    func extent(_ stream: String) -> PostgresQuery {
         var bindings = PostgresBindings()
         bindings.append(stream)
         return PostgresQuery(
             unsafeSQL: """
-                SELECT version, state::text FROM \(quoted).snapshots WHERE stream = $1 ORDER BY version DESC LIMIT 1
+                SELECT coalesce((SELECT version FROM \(quoted).streams WHERE name = $1), 0),
+                       coalesce((SELECT min(version) FROM \(quoted).actions WHERE stream = $1), 0)
                 """,
+            binds: bindings)
+    }
+
+    /// The newest snapshots, newest first, at most 64: version, and whether a second process
+    /// confirmed it.
+    func snapshots(_ stream: String) -> PostgresQuery {
+        var bindings = PostgresBindings()
+        bindings.append(stream)
+        return PostgresQuery(
+            unsafeSQL: """
+                SELECT version, confirmed_by IS NOT NULL FROM \(quoted).snapshots WHERE stream = $1
+                ORDER BY version DESC LIMIT 64
+                """,
+            binds: bindings)
+    }
+
+    /// The state of the snapshot at `version`, as JSON text.
+    func snapshotState(_ stream: String, version: UInt64) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(stream)
+        bindings.append(Int64(bitPattern: version))
+        return PostgresQuery(
+            unsafeSQL: "SELECT state::text FROM \(quoted).snapshots WHERE stream = $1 AND version = $2",
             binds: bindings)
     }
 
     /// Stores a snapshot unless one is stored at that version already; either way answers the
     /// hash of the one stored.
-    func storeSnapshot(_ stream: String, version: UInt64, state: String, hash: String) -> PostgresQuery {
-        var bindings = PostgresBindings(capacity: 4)
+    func storeSnapshot(_ stream: String, version: UInt64, state: String, hash: String, writer: String) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 5)
         bindings.append(stream)
         bindings.append(Int64(bitPattern: version))
         bindings.append(state)
         bindings.append(hash)
+        bindings.append(writer)
         return PostgresQuery(
             unsafeSQL: """
                 WITH stored AS (
-                    INSERT INTO \(quoted).snapshots (stream, version, state, hash) VALUES ($1, $2, $3::jsonb, $4)
+                    INSERT INTO \(quoted).snapshots (stream, version, state, hash, writer) VALUES ($1, $2, $3::json, $4, $5)
                     ON CONFLICT (stream, version) DO NOTHING RETURNING hash)
                 SELECT coalesce((SELECT hash FROM stored),
                                 (SELECT hash FROM \(quoted).snapshots WHERE stream = $1 AND version = $2))
@@ -324,13 +368,33 @@ package struct StreamSchema: Sendable {
             binds: bindings)
     }
 
-    /// The hashes of the snapshots stored at `versions` (those that are).
+    /// Records that `writer`, which did not store the snapshot at `version`, found its own hash
+    /// there equal to the stored one (the first such process only).
+    func confirmSnapshot(_ stream: String, version: UInt64, hash: String, writer: String) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(stream)
+        bindings.append(Int64(bitPattern: version))
+        bindings.append(hash)
+        bindings.append(writer)
+        return PostgresQuery(
+            unsafeSQL: """
+                UPDATE \(quoted).snapshots SET confirmed_by = $4
+                WHERE stream = $1 AND version = $2 AND hash = $3 AND confirmed_by IS NULL
+                  AND writer IS DISTINCT FROM $4
+                """,
+            binds: bindings)
+    }
+
+    /// The hashes, writers and confirmations of the snapshots stored at `versions` (those that are).
     func snapshotHashes(_ stream: String, versions: [Int64]) -> PostgresQuery {
         var bindings = PostgresBindings(capacity: 2)
         bindings.append(stream)
         bindings.append(versions)
         return PostgresQuery(
-            unsafeSQL: "SELECT version, hash FROM \(quoted).snapshots WHERE stream = $1 AND version = ANY($2::bigint[])",
+            unsafeSQL: """
+                SELECT version, hash, writer, confirmed_by IS NOT NULL FROM \(quoted).snapshots
+                WHERE stream = $1 AND version = ANY($2::bigint[])
+                """,
             binds: bindings)
     }
 

@@ -145,6 +145,108 @@ struct ExactlyOnceTests {
         await writer.close()
     }
 
+    // MARK: Snapshots
+
+    /// Another program's reducer: the same actions, another result.
+    static let offByOne: Reducer<Tally> = { state, action in
+        tallyReducer(&state, action)
+        state.total += 1
+    }
+
+    /// Waits for `replica` to stop; its failure.
+    static func failure(of replica: ReplicatedStore<Tally>) async throws -> ReplicationError? {
+        let deadline = ContinuousClock.now + .seconds(15)
+        var failure = await replica.failure
+        while failure == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            failure = await replica.failure
+        }
+        return failure
+    }
+
+    @Test("a snapshot due by time, stored after a follower applied its version, is compared by that follower")
+    func timedSnapshotCompared() async throws {
+        let stream = try TestServer.stream("timed")
+        var options = ReplicationOptions()
+        options.snapshotEvery = 0
+        options.snapshotInterval = 0.001
+        options.pollInterval = 0.02
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        let follower = try await ReplicatedStore.follow(
+            stream, reducers: [Self.offByOne], initialState: Tally(), actions: tallyActions, options: options)
+        // The snapshots table held for 3 s: the writer's snapshot waits while the follower applies
+        // the version it is due at.
+        let holder = try RunningProcess(
+            "psql", [try TestServer.url(), "-X", "-q", "-c",
+                     "BEGIN; LOCK TABLE \(stream.schema).snapshots IN SHARE MODE; SELECT pg_sleep(3); COMMIT"])
+        try await Task.sleep(for: .milliseconds(500))
+        try await writer.dispatch(Add(by: 1, tag: "timed"))
+        #expect(await holder.finish().status == 0)
+        let stored = try await TestServer.sql(
+            "SELECT version FROM \(stream.schema).snapshots WHERE stream = \(TestServer.literal(stream.stream))")
+        #expect(stored == [["1"]], "the writer stored no snapshot due by time")
+        let failure = try await Self.failure(of: follower)
+        #expect(failure?.kind == .divergence, "\(String(describing: failure))")
+        #expect(failure?.version == 1)
+        await follower.close()
+        await writer.close()
+    }
+
+    @Test("a new process does not start from a snapshot no second process confirmed")
+    func unconfirmedSnapshotChecked() async throws {
+        let stream = try TestServer.stream("unconfirmed")
+        var options = ReplicationOptions()
+        options.snapshotEvery = 10
+        // A process whose reducer is wrong stores the snapshot at 10.
+        let wrong = try await ReplicatedStore.open(
+            stream, reducers: [Self.offByOne], initialState: Tally(), actions: tallyActions, options: options)
+        for index in 1...12 { try await wrong.dispatch(Add(by: 1, tag: "u\(index)")) }
+        await wrong.close()
+        do {
+            let opened = try await ReplicatedStore.open(
+                stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+            Issue.record("a new process started from the wrong snapshot: \(opened.store.currentState())")
+            await opened.close()
+        } catch let error as ReplicationError {
+            #expect(error.kind == .divergence, "\(error)")
+            #expect(error.version == 10)
+        }
+    }
+
+    @Test("a snapshot another process confirmed is where a new process starts, the actions before it gone")
+    func confirmedSnapshotStarts() async throws {
+        let stream = try TestServer.stream("confirmed")
+        let name = TestServer.literal(stream.stream)
+        var options = ReplicationOptions()
+        options.snapshotEvery = 10
+        options.pollInterval = 0.02
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        let follower = try await ReplicatedStore.follow(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        for index in 1...12 { try await writer.dispatch(Add(by: index, tag: "c\(index)")) }
+        let deadline = ContinuousClock.now + .seconds(15)
+        var confirmed: [[String]] = []
+        while confirmed.isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            confirmed = try await TestServer.sql("""
+                SELECT version FROM \(stream.schema).snapshots
+                WHERE stream = \(name) AND confirmed_by IS NOT NULL AND confirmed_by <> writer
+                """)
+        }
+        #expect(confirmed == [["10"]], "the follower did not confirm the writer's snapshot")
+        // As a trim would: the actions through 10 gone. A new process starts from the snapshot.
+        try await TestServer.sql("DELETE FROM \(stream.schema).actions WHERE stream = \(name) AND version <= 10")
+        let late = try await ReplicatedStore.follow(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        #expect(late.store.version == 12)
+        #expect(late.store.currentState() == writer.store.currentState())
+        await late.close()
+        await follower.close()
+        await writer.close()
+    }
+
     @Test("an answer lost, then a retry refused by a server gone read-only: the error says the outcome is unknown and names the dispatch")
     func errorAfterAMaybeCommit() async throws {
         let proxy = try await FaultProxy()
