@@ -874,15 +874,17 @@ extension PostgresConnection {
     /// sent just as the server ended the session can be left unanswered by postgres-nio (its
     /// promise is never completed), so the wait is bounded, and a query past the bound is a
     /// lost connection (the caller closes it and connects anew).
-    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+    func rows(
+        _ query: PostgresQuery, logger: Logger, timeout: Duration = StreamConnection.queryTimeout
+    ) async throws -> [PostgresRow] {
         let answer = Answer<[PostgresRow]>()
         return try await withCheckedThrowingContinuation { continuation in
             answer.wait(continuation)
             // The bound, on the connection's event loop: no task of its own to start and cancel
             // for every statement.
-            let timer = eventLoop.scheduleTask(in: .nanoseconds(Int64(StreamConnection.queryTimeout.seconds * 1e9))) {
+            let timer = eventLoop.scheduleTask(in: .nanoseconds(Int64(timeout.seconds * 1e9))) {
                 answer.give(.failure(ReplicationError(
-                    .connection, "PostgreSQL did not answer within \(StreamConnection.queryTimeout)")))
+                    .connection, "PostgreSQL did not answer within \(timeout)")))
             }
             Task {
                 do {

@@ -197,47 +197,68 @@ package struct StreamSchema: Sendable {
         """
     }
 
-    /// Creates the schema and runs the steps it lacks, in one transaction under an advisory lock
-    /// (two processes starting at once take turns). Idempotent.
+    /// Creates the schema and runs the steps it lacks, all in one statement
+    /// (``migrationStatement``): one round trip, one transaction under an advisory lock (two
+    /// processes starting at once take turns), and no lock held across a round trip to this
+    /// process. Idempotent.
     ///
     /// - Throws: ``ReplicationError/Kind/schema`` when the tables are newer than this library.
     func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
-        _ = try await connection.rows("BEGIN", logger: logger)
         do {
-            // Building the unique index on a long history may take longer than a statement may.
-            _ = try await connection.rows("SET LOCAL statement_timeout = 0", logger: logger)
+            // Rewriting a long history may take long: the server bounds its lock waits, and this
+            // process waits for the answer far longer than for a statement.
             _ = try await connection.rows(
-                "SELECT pg_advisory_xact_lock(hashtextextended(\("reduxstore schema " + name), 0))", logger: logger)
-            _ = try await connection.rows(PostgresQuery(unsafeSQL: "CREATE SCHEMA IF NOT EXISTS \(quoted)"), logger: logger)
-            _ = try await connection.rows(
-                PostgresQuery(unsafeSQL: """
-                    CREATE TABLE IF NOT EXISTS \(quoted).migrations (
-                        version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())
-                    """), logger: logger)
-            var current = 0
-            for row in try await connection.rows(
-                PostgresQuery(unsafeSQL: "SELECT coalesce(max(version), 0) FROM \(quoted).migrations"), logger: logger)
-            {
-                current = Int(try row.decode(Int32.self))
-            }
-            guard current <= Self.version else {
-                throw ReplicationError(
-                    .schema,
-                    "the tables in schema \"\(name)\" are at version \(current), newer than this library's \(Self.version): use a newer ReduxStorePostgres")
-            }
-            for (index, step) in migrations.enumerated() where index + 1 > current {
-                for statement in step {
-                    _ = try await connection.rows(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-                _ = try await connection.rows(
-                    PostgresQuery(unsafeSQL: "INSERT INTO \(quoted).migrations (version) VALUES (\(index + 1))"),
-                    logger: logger)
-            }
-            _ = try await connection.rows("COMMIT", logger: logger)
-        } catch {
-            _ = try? await connection.rows("ROLLBACK", logger: logger)
-            throw error
+                PostgresQuery(unsafeSQL: migrationStatement), logger: logger, timeout: Self.migrationTimeout)
+        } catch let error as PSQLError where error.serverInfo?[.sqlState] == "RX002" {
+            throw ReplicationError(.schema, error.serverInfo?[.message] ?? "the tables are newer than this library")
         }
+    }
+
+    /// How long opening a stream waits for its migration's answer.
+    static let migrationTimeout = Duration.seconds(600)
+
+    /// The migration as one `DO` block: each step's statements run as text (`EXECUTE`), so that
+    /// the block can create what it then uses.
+    var migrationStatement: String {
+        var texts = ["reduxstore schema " + name, name]
+        for step in migrations { texts += step }
+        // Quotes for each text, and for the block, that no text holds.
+        var number = 0
+        func tag() -> String {
+            while true {
+                number += 1
+                let candidate = "$m\(number)$"
+                if !texts.contains(where: { $0.contains(candidate) }) { return candidate }
+            }
+        }
+        func literal(_ text: String) -> String {
+            let quote = tag()
+            return quote + text + quote
+        }
+        let block = tag()
+        var steps = ""
+        for (index, step) in migrations.enumerated() {
+            steps += "    IF v_current < \(index + 1) THEN\n"
+            for statement in step { steps += "        EXECUTE \(literal(statement));\n" }
+            steps += "        EXECUTE \(literal("INSERT INTO \(quoted).migrations (version) VALUES (\(index + 1))"));\n"
+            steps += "    END IF;\n"
+        }
+        return """
+            DO \(block)
+            DECLARE
+                v_current integer;
+            BEGIN
+                PERFORM pg_advisory_xact_lock(hashtextextended(\(literal(texts[0])), 0));
+                EXECUTE \(literal("CREATE SCHEMA IF NOT EXISTS \(quoted)"));
+                EXECUTE \(literal("CREATE TABLE IF NOT EXISTS \(quoted).migrations (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())"));
+                EXECUTE \(literal("SELECT coalesce(max(version), 0) FROM \(quoted).migrations")) INTO v_current;
+                IF v_current > \(Self.version) THEN
+                    RAISE EXCEPTION 'the tables in schema "%" are at version %, newer than this library''s \(Self.version): use a newer ReduxStorePostgres',
+                        \(literal(name)), v_current USING ERRCODE = 'RX002';
+                END IF;
+            \(steps)END
+            \(block)
+            """
     }
 
     // MARK: Statements

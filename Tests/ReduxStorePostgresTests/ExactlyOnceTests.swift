@@ -324,3 +324,66 @@ struct ExactlyOnceTests {
     }
 }
 }
+
+extension ReplicationTests {
+@Suite("The schema's migration")
+struct MigrationTests {
+    @Test("tables of schema version 2 with a history: migrated in one statement, the writers' evidence kept")
+    func fromVersion2() async throws {
+        let schema = "migrate_\(UInt32.random(in: 0...UInt32.max))"
+        // The tables as version 2 of the library made them, with two writers' actions.
+        try await TestServer.sql("""
+            CREATE SCHEMA \(schema);
+            CREATE TABLE \(schema).migrations (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now());
+            INSERT INTO \(schema).migrations (version) VALUES (1), (2);
+            CREATE TABLE \(schema).streams (name text PRIMARY KEY, version bigint NOT NULL DEFAULT 0,
+                created timestamptz NOT NULL DEFAULT now());
+            CREATE TABLE \(schema).actions (stream text NOT NULL, version bigint NOT NULL, identifier text NOT NULL,
+                payload jsonb NOT NULL, time timestamptz NOT NULL DEFAULT now(), source text, writer text NOT NULL,
+                seq bigint NOT NULL, PRIMARY KEY (stream, version));
+            CREATE TABLE \(schema).snapshots (stream text NOT NULL, version bigint NOT NULL, state jsonb NOT NULL,
+                hash text NOT NULL, time timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (stream, version));
+            CREATE UNIQUE INDEX actions_writer_seq ON \(schema).actions (stream, writer, seq);
+            INSERT INTO \(schema).streams (name, version) VALUES ('old', 3);
+            INSERT INTO \(schema).actions (stream, version, identifier, payload, writer, seq) VALUES
+                ('old', 1, 'add', '{"by":1,"tag":"a"}', 'w1', 1),
+                ('old', 2, 'add', '{"by":2,"tag":"b"}', 'w2', 1),
+                ('old', 3, 'add', '{"by":3,"tag":"c"}', 'w1', 2);
+            """)
+        let stream = try PostgresStream(connection: try TestServer.url(), stream: "old", schema: schema)
+        // Two processes opening at once take turns.
+        async let first = ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+        async let second = ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+        let (a, b) = try await (first, second)
+        #expect(a.store.version == 3 && b.store.version == 3)
+        #expect(a.store.currentState() == b.store.currentState())
+        #expect(try await TestServer.sql("SELECT max(version) FROM \(schema).migrations") == [["3"]])
+        #expect(try await TestServer.sql("SELECT writer, seq, version FROM \(schema).writers ORDER BY writer")
+            == [["w1", "2", "3"], ["w2", "1", "2"]])
+        #expect(try await TestServer.sql("""
+            SELECT data_type FROM information_schema.columns
+            WHERE table_schema = '\(schema)' AND column_name IN ('payload', 'state') ORDER BY table_name
+            """) == [["json"], ["json"]])
+        // A request of version 2's writer, repeated after the migration and a trim: recognized.
+        try await TestServer.sql("DELETE FROM \(schema).actions WHERE stream = 'old'")
+        #expect(try await TestServer.sql("""
+            CALL \(schema).append('old', ARRAY['add'], ARRAY['{"by":3,"tag":"c"}'], ARRAY[''], 'w1', 2, NULL)
+            """) == [["3"]])
+        #expect(try await TestServer.sql("SELECT version FROM \(schema).streams WHERE name = 'old'") == [["3"]])
+        await a.close()
+        await b.close()
+        // Tables newer than the library are refused, naming the versions.
+        try await TestServer.sql("INSERT INTO \(schema).migrations (version) VALUES (99)")
+        do {
+            _ = try await ReplicatedStore.open(stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+            Issue.record("tables of a newer library were used")
+        } catch let error as ReplicationError {
+            #expect(error.kind == .schema, "\(error)")
+            #expect(error.message.contains("99"), "\(error)")
+        }
+        try await TestServer.sql("DROP SCHEMA \(schema) CASCADE")
+    }
+}
+}
