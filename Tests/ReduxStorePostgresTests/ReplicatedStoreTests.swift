@@ -261,10 +261,12 @@ struct ReplicatedStoreTests {
         let name = TestServer.literal(stream.stream)
         let writer = try await ReplicatedStore.open(
             stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+        try await writer.dispatch(Add(by: 1, tag: "one"))
         await writer.close()
+        // Confirmed by a second process, so a new process starts from it.
         try await TestServer.sql("""
-            INSERT INTO \(stream.schema).snapshots (stream, version, state, hash)
-            VALUES (\(name), 0, '{"todos":[]}', 'x')
+            INSERT INTO \(stream.schema).snapshots (stream, version, state, hash, writer, confirmed_by)
+            VALUES (\(name), 1, '{"todos":[]}', 'x', 'one', 'another')
             """)
         do {
             _ = try await ReplicatedStore.open(
