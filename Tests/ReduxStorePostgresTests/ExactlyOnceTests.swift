@@ -32,23 +32,32 @@ struct ExactlyOnceTests {
         }
     }
 
-    @Test("an answer lost while another process trims past it: the retry answers the first version, nothing is stored twice")
-    func lostAnswerAcrossATrim() async throws {
+    /// A writer behind a fault proxy that dispatched "first" (version 1), then a second dispatch
+    /// tagged `tag` whose request committed and whose answer, and every other on the writer's
+    /// connections, is lost. Returns the proxy, the stream reached directly, the writer and the
+    /// second dispatch on its way.
+    static func answerLost(
+        _ prefix: String, tag: String
+    ) async throws -> (FaultProxy, PostgresStream, ReplicatedStore<Tally>, Task<UInt64, any Error>) {
         let proxy = try await FaultProxy()
-        defer { proxy.stop() }
-        let name = "trim-\(UInt32.random(in: 0...UInt32.max))"
-        let stream = try PostgresStream(connection: proxy.url, stream: name)
+        let name = "\(prefix)-\(UInt32.random(in: 0...UInt32.max))"
         let direct = try PostgresStream(connection: try TestServer.url(), stream: name)
         var options = ReplicationOptions()
         options.reconnectTimeout = 60
         let writer = try await ReplicatedStore.open(
-            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+            try PostgresStream(connection: proxy.url, stream: name), reducers: [tallyReducer], initialState: Tally(),
+            actions: tallyActions, options: options)
         #expect(try await writer.dispatch(Add(by: 1, tag: "first")) == 1)
-        // The request arrives and commits; its answer, and every other on the writer's
-        // connections, is lost.
         try proxy.command("mute")
-        let lost = Task { try await writer.dispatch(Add(by: 1, tag: "lost-answer")) }
-        try await Self.waitForRow(direct, tag: "lost-answer")
+        let lost = Task { try await writer.dispatch(Add(by: 1, tag: tag)) }
+        try await waitForRow(direct, tag: tag)
+        return (proxy, direct, writer, lost)
+    }
+
+    @Test("an answer lost while another process trims past it: the retry answers the first version, nothing is stored twice")
+    func lostAnswerAcrossATrim() async throws {
+        let (proxy, direct, writer, lost) = try await Self.answerLost("trim", tag: "lost-answer")
+        defer { proxy.stop() }
         // Meanwhile another process commits, stores snapshots and trims every action up to 20:
         // the lost one's row is gone before the writer asks again.
         var trimming = ReplicationOptions()
@@ -249,19 +258,9 @@ struct ExactlyOnceTests {
 
     @Test("an answer lost, then a retry refused by a server gone read-only: the error says the outcome is unknown and names the dispatch")
     func errorAfterAMaybeCommit() async throws {
-        let proxy = try await FaultProxy()
+        let (proxy, direct, writer, lost) = try await Self.answerLost("maybe", tag: "maybe")
         defer { proxy.stop() }
-        let name = "maybe-\(UInt32.random(in: 0...UInt32.max))"
-        let stream = try PostgresStream(connection: proxy.url, stream: name)
-        let direct = try PostgresStream(connection: try TestServer.url(), stream: name)
-        var options = ReplicationOptions()
-        options.reconnectTimeout = 60
-        let writer = try await ReplicatedStore.open(
-            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
-        try await writer.dispatch(Add(by: 1, tag: "first"))
-        try proxy.command("mute")
-        let lost = Task { try await writer.dispatch(Add(by: 1, tag: "maybe")) }
-        try await Self.waitForRow(direct, tag: "maybe")
+        let name = direct.stream
         // As after a failover to a server that takes no writes: every new session is read-only.
         try await FaultTests.superuserSQL("ALTER ROLE reduxstore SET default_transaction_read_only = on")
         do {
