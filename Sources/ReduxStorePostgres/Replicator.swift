@@ -258,25 +258,23 @@ package actor Replicator {
         // Counted, so that ``close()`` returns only once no read is left to touch the target.
         reading += 1
         defer { reading -= 1 }
+        // The next batch, read while this one is applied: a long tail costs about the longer of
+        // reading and applying it, not their sum.
+        var next: (after: UInt64, rows: Task<[StreamRow], any Error>)?
+        defer { next?.rows.cancel() }
         while true {
             let after = target.version
             if let goal, after >= goal { return after }
-            let rows = try await withConnection(.read) { (connection) async throws -> [StreamRow] in
-                var rows: [StreamRow] = []
-                for row in try await connection.rows(
-                    schema.tail(stream.stream, after: after, through: goal ?? .max, limit: options.readBatch),
-                    logger: logger)
-                {
-                    let (version, identifier, payload, source, writer, seq, snapshot, hash, storedBy, confirmed) =
-                        try row.decode((Int64, String, String, String, String, Int64, Bool, String?, String?, Bool?).self)
-                    rows.append(
-                        StreamRow(
-                            version: UInt64(version), identifier: identifier, payload: payload, source: source,
-                            writer: writer, seq: seq, snapshot: snapshot, snapshotHash: hash, snapshotWriter: storedBy,
-                            snapshotConfirmed: confirmed ?? false))
+            let through = goal ?? .max
+            let rows: [StreamRow]
+            if let read = next, read.after == after, let prefetched = try? await read.rows.value {
+                rows = prefetched
+            } else {
+                rows = try await withConnection(.read) { (connection) async throws -> [StreamRow] in
+                    try await Self.tail(of: connection, schema.tail(stream.stream, after: after, through: through, limit: options.readBatch), logger: logger)
                 }
-                return rows
             }
+            next = nil
             // The replica may have been closed while the rows came.
             try checkOpen()
             if let last = rows.last { learned(head: last.version) }
@@ -294,12 +292,36 @@ package actor Replicator {
                     .trimmed, stream: stream.stream, version: target.version + 1,
                     "versions \(target.version + 1) to \(first.version - 1) were trimmed by the retention policy before this replica applied them: open the stream anew to start from its newest snapshot"))
             }
+            let full = rows.count == options.readBatch
+            if full, let last = rows.last, last.version < through, let connection = current(.read), !connection.isClosed {
+                // Off this actor: the query and the rows' decoding run while it applies these.
+                let query = schema.tail(stream.stream, after: last.version, through: through, limit: options.readBatch)
+                let logger = self.logger
+                next = (last.version, Task.detached { try await Self.tail(of: connection, query, logger: logger) })
+            }
             try await apply(rows)
-            if goal == nil, rows.count < options.readBatch {
+            if goal == nil, !full {
                 caughtUp()
                 return target.version
             }
         }
+    }
+
+    /// Runs a ``StreamSchema/tail(_:after:through:limit:)`` query and decodes its rows.
+    private static func tail(
+        of connection: PostgresConnection, _ query: PostgresQuery, logger: Logger
+    ) async throws -> [StreamRow] {
+        var rows: [StreamRow] = []
+        for row in try await connection.rows(query, logger: logger) {
+            let (version, identifier, payload, source, writer, seq, snapshot, hash, storedBy, confirmed) =
+                try row.decode((Int64, String, String, String, String, Int64, Bool, String?, String?, Bool?).self)
+            rows.append(
+                StreamRow(
+                    version: UInt64(version), identifier: identifier, payload: payload, source: source,
+                    writer: writer, seq: seq, snapshot: snapshot, snapshotHash: hash, snapshotWriter: storedBy,
+                    snapshotConfirmed: confirmed ?? false))
+        }
+        return rows
     }
 
     private func caughtUp() {
