@@ -173,7 +173,11 @@ final class CStreamReplica: Sendable {
             let text: String
             do throws(StoreError) {
                 if let payload {
-                    text = try JSONCDecoder().decode(JSONValue.self, from: payload).description
+                    // What a payload may hold (JSON's values, within the limits), checked; the
+                    // text sent is json-c's own, which keeps a double a double (1e16, -0.0,
+                    // 100.0): the text every replica, this one too, applies.
+                    _ = try JSONCDecoder().decode(JSONValue.self, from: payload)
+                    text = try Self.text(of: payload)
                 } else {
                     text = "null"
                 }
@@ -196,6 +200,17 @@ final class CStreamReplica: Sendable {
             rdx_set_last_error(error.message)
             return error.status
         }
+    }
+
+    /// A payload's JSON text as json-c prints it, printed from a copy: printing writes into the
+    /// tree, which is the caller's.
+    private static func text(of payload: OpaquePointer) throws(StoreError) -> String {
+        var copy: OpaquePointer?
+        guard json_object_deep_copy(payload, &copy, nil) == 0, let copy else {
+            throw StoreError(.outOfMemory, "json-c could not copy it")
+        }
+        defer { json_object_put(copy) }
+        return try JSONCText.print(copy)
     }
 
     /// Waits for the dispatches on their way, stops following, closes the connections.

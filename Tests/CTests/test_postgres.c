@@ -55,6 +55,16 @@ static void tally_reduce(json_object *state, const char *identifier, json_object
     json_object_object_add(state, "digest", json_object_new_uint64(digest));
 }
 
+/* Keeps each payload's "n" as given: the state where a number rewritten on its way would show. */
+static void keep_reduce(json_object *state, const char *identifier, json_object *payload, void *context)
+{
+    json_object *kept = NULL, *n = NULL, *copy = NULL;
+    (void)context;
+    if (strcmp(identifier, "keep") != 0 || payload == NULL) return;
+    if (!json_object_object_get_ex(state, "kept", &kept) || !json_object_object_get_ex(payload, "n", &n)) return;
+    if (json_object_deep_copy(n, &copy, NULL) == 0) json_object_array_add(kept, copy);
+}
+
 static json_object *zero_tally(void)
 {
     json_object *state = json_object_new_object();
@@ -197,6 +207,56 @@ static tally swift_tally(const char *out)
     }
     fclose(file);
     return t;
+}
+
+/* Dispatches {"n": text} for each text to a new stream, opens the stream again, and checks that
+ * both replicas hold the same json-c types and texts. */
+static void check_numbers(void)
+{
+    static const rdx_reducer keepers[] = {{keep_reduce, NULL, NULL}};
+    static const char *const numbers[] = {"1e16", "-0.0", "1E2", "1.5e300", "7", "0.1"};
+    const size_t count = sizeof numbers / sizeof numbers[0];
+    json_object *empty = json_tokener_parse("{\"kept\":[]}");
+    char name[160], action[128];
+    rdx_status status = RDX_OK;
+    rdx_store *writer_store, *reader;
+    size_t i;
+    snprintf(name, sizeof name, "%s-numbers", stream);
+    writer_store = rdx_store_open_stream(url, name, empty, keepers, 1, &status);
+    CHECK_STATUS(status, RDX_OK);
+    if (writer_store == NULL) {
+        json_object_put(empty);
+        return;
+    }
+    for (i = 0; i < count; i++) {
+        snprintf(action, sizeof action, "{\"identifier\":\"keep\",\"payload\":{\"n\":%s}}", numbers[i]);
+        CHECK_STATUS(rdx_store_dispatch_json(writer_store, action), RDX_OK);
+    }
+    reader = rdx_store_open_stream(url, name, empty, keepers, 1, &status);
+    CHECK_STATUS(status, RDX_OK);
+    if (reader != NULL) {
+        json_object *mine = rdx_store_current_state(writer_store), *theirs = rdx_store_current_state(reader);
+        json_object *a = NULL, *b = NULL;
+        json_object_object_get_ex(mine, "kept", &a);
+        json_object_object_get_ex(theirs, "kept", &b);
+        CHECK_EQ_INT(json_object_array_length(a), count);
+        CHECK_EQ_INT(json_object_array_length(b), count);
+        for (i = 0; i < count && i < json_object_array_length(a) && i < json_object_array_length(b); i++) {
+            json_object *x = json_object_array_get_idx(a, i), *y = json_object_array_get_idx(b, i);
+            if (!CHECK(json_object_get_type(x) == json_object_get_type(y)) ||
+                !CHECK(strcmp(json_object_to_json_string(x), json_object_to_json_string(y)) == 0)) {
+                fprintf(stderr, "    %s: the writer holds %s, a new replica %s\n", numbers[i],
+                        json_object_to_json_string(x), json_object_to_json_string(y));
+            }
+        }
+        /* A double stays a double. */
+        CHECK(json_object_get_type(json_object_array_get_idx(b, 0)) == json_type_double);
+        json_object_put(mine);
+        json_object_put(theirs);
+        rdx_store_release(reader);
+    }
+    rdx_store_release(writer_store);
+    json_object_put(empty);
 }
 
 int main(void)
@@ -367,6 +427,9 @@ int main(void)
         CHECK(store_tally(store).digest == store_tally(later).digest);
         rdx_store_release(later);
     }
+
+    TEST("numbers reach every replica as written: json-c's int and double alike");
+    check_numbers();
 
     TEST("the last release closes the stream");
     rdx_store_release(store);

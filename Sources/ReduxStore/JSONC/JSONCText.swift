@@ -328,8 +328,9 @@ package enum JSONCText {
         try JSONC.parse(text)
     }
 
-    /// Prints a tree (borrowed; `nil` prints as `null`) as compact or pretty JSON text.
-    static func print(_ object: OpaquePointer?, pretty: Bool = false) throws(StoreError) -> String {
+    /// Prints a tree (borrowed; `nil` prints as `null`) as compact or pretty JSON text. json-c's
+    /// printer writes into the tree it prints: print a tree no other thread uses.
+    package static func print(_ object: OpaquePointer?, pretty: Bool = false) throws(StoreError) -> String {
         try JSONC.print(object, pretty: pretty)
     }
 
