@@ -341,16 +341,24 @@ int main(void)
 
     TEST("a child after fork never appends under its parent's name: refused, and the parent goes on");
     {
+        /* The child's verdict comes through a pipe, not its exit status: under valgrind a child
+         * that leaves without freeing its parent's threads' memory exits with valgrind's code. */
         pid_t child;
-        int child_status = 0;
+        int child_status = 0, verdict[2];
+        char answer = 0;
+        CHECK(pipe(verdict) == 0);
         fflush(NULL);
         child = fork();
         if (child == 0) {
             rdx_status refused = rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"child\"}}");
-            _exit(refused == RDX_EINVAL && strstr(rdx_last_error(), "child") != NULL ? 0 : 1);
+            char ok = refused == RDX_EINVAL && strstr(rdx_last_error(), "child") != NULL ? 'y' : 'n';
+            ssize_t written = write(verdict[1], &ok, 1);
+            _exit(written == 1 ? 0 : 1);
         }
+        close(verdict[1]);
+        CHECK(read(verdict[0], &answer, 1) == 1 && answer == 'y');
+        close(verdict[0]);
         CHECK(child > 0 && waitpid(child, &child_status, 0) == child);
-        CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
         CHECK_EQ_INT(rdx_store_version(store), 0);
     }
 
