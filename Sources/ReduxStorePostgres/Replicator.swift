@@ -93,7 +93,8 @@ package actor Replicator {
     /// The newest version known to be committed, and since when the oldest unapplied one is known.
     private var knownHead: UInt64
     private var behindSince: ContinuousClock.Instant?
-    private var lastSnapshot: (version: UInt64, time: ContinuousClock.Instant)
+    /// When this process last stored a snapshot (or opened the stream): whether one is due by time.
+    private var lastSnapshotTime: ContinuousClock.Instant = .now
     private var tasks: [Task<Void, Never>] = []
     private let wakeups: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
@@ -112,7 +113,6 @@ package actor Replicator {
         channel = schema.channel(stream.stream)
         writeConnection = connection
         knownHead = target.version
-        lastSnapshot = (target.version, .now)
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -418,7 +418,7 @@ package actor Replicator {
             }
             return stored
         }
-        lastSnapshot = (version, .now)
+        lastSnapshotTime = .now
         if let stored, stored != state.hash { throw divergence(at: version) }
     }
 
@@ -466,7 +466,7 @@ package actor Replicator {
     /// older than ``ReplicationOptions/snapshotInterval``. The next group's last action is then
     /// marked for one, so that every replica compares it.
     private func snapshotDueByTime() -> Bool {
-        options.snapshotInterval > 0 && lastSnapshot.time.duration(to: .now).seconds >= options.snapshotInterval
+        options.snapshotInterval > 0 && lastSnapshotTime.duration(to: .now).seconds >= options.snapshotInterval
     }
 
     // MARK: Dispatching
@@ -511,10 +511,9 @@ package actor Replicator {
                 .readOnly, stream: stream.stream,
                 "this process follows the stream read-only (ReplicatedStore.follow): open it with ReplicatedStore.open to dispatch")
         }
+        let action = "action \"\(identifier.debugDescription.dropFirst().dropLast())\" was not written"
         if let refusal = Self.unstorable(identifier: identifier, payload: payload, source: source) {
-            throw ReplicationError(
-                .invalidArgument, stream: stream.stream,
-                "action \"\(identifier.debugDescription.dropFirst().dropLast())\" was not written: \(refusal)")
+            throw ReplicationError(.invalidArgument, stream: stream.stream, "\(action): \(refusal)")
         }
         // What every replica will do with the stored text, done first: an action this program
         // cannot apply is refused before it is stored, never committed to stop every replica.
@@ -523,7 +522,7 @@ package actor Replicator {
         } catch {
             throw ReplicationError(
                 .invalidArgument, stream: stream.stream,
-                "action \"\(identifier.debugDescription.dropFirst().dropLast())\" was not written: its payload does not decode back into what a replica applies: \(error.message)")
+                "\(action): its payload does not decode back into what a replica applies: \(error.message)")
         }
     }
 
@@ -669,22 +668,22 @@ package actor Replicator {
                     if error.kind == .connection { mayHaveCommitted = true }
                     throw error
                 }
-            } catch where error.isTransient && ContinuousClock.now < deadline {
+            } catch {
                 if error.kind == .connection, let used { await drop(.write, failed: used) }
+                guard error.isTransient else {
+                    throw CommitFailure(error: error, outcome: mayHaveCommitted ? .unknown : .notStored)
+                }
+                guard ContinuousClock.now < deadline else {
+                    let outlasted = ReplicationError(
+                        error.kind, stream: stream.stream, version: error.version,
+                        error.message + "; not regained within \(options.reconnectTimeout) s", transient: true)
+                    throw CommitFailure(error: outlasted, outcome: mayHaveCommitted ? .unknown : .notStored)
+                }
                 attempt += 1
                 logger.warning(
                     "ReduxStorePostgres: \(error.description); trying again",
                     metadata: ["stream": .string(stream.stream), "attempt": .stringConvertible(attempt)])
                 try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
-            } catch {
-                if error.kind == .connection, let used { await drop(.write, failed: used) }
-                var error = error
-                if error.isTransient {
-                    error = ReplicationError(
-                        error.kind, stream: stream.stream, version: error.version,
-                        error.message + "; not regained within \(options.reconnectTimeout) s", transient: true)
-                }
-                throw CommitFailure(error: error, outcome: mayHaveCommitted ? .unknown : .notStored)
             }
         }
     }
