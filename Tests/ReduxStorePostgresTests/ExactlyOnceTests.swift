@@ -163,23 +163,6 @@ struct ExactlyOnceTests {
 
     // MARK: Snapshots
 
-    /// Another program's reducer: the same actions, another result.
-    static let offByOne: Reducer<Tally> = { state, action in
-        tallyReducer(&state, action)
-        state.total += 1
-    }
-
-    /// Waits for `replica` to stop; its failure.
-    static func failure(of replica: ReplicatedStore<Tally>) async throws -> ReplicationError? {
-        let deadline = ContinuousClock.now + .seconds(15)
-        var failure = await replica.failure
-        while failure == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            failure = await replica.failure
-        }
-        return failure
-    }
-
     @Test("a snapshot due by time, stored after a follower applied its version, is compared by that follower")
     func timedSnapshotCompared() async throws {
         let stream = try TestServer.stream("timed")
@@ -190,7 +173,7 @@ struct ExactlyOnceTests {
         let writer = try await ReplicatedStore.open(
             stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
         let follower = try await ReplicatedStore.follow(
-            stream, reducers: [Self.offByOne], initialState: Tally(), actions: tallyActions, options: options)
+            stream, reducers: [offByOneReducer], initialState: Tally(), actions: tallyActions, options: options)
         // The snapshots table held for 3 s: the writer's snapshot waits while the follower applies
         // the version it is due at.
         let holder = try RunningProcess(
@@ -202,7 +185,7 @@ struct ExactlyOnceTests {
         let stored = try await TestServer.sql(
             "SELECT version FROM \(stream.schema).snapshots WHERE stream = \(TestServer.literal(stream.stream))")
         #expect(stored == [["1"]], "the writer stored no snapshot due by time")
-        let failure = try await Self.failure(of: follower)
+        let failure = try await stopped(follower, within: .seconds(15))
         #expect(failure?.kind == .divergence, "\(String(describing: failure))")
         #expect(failure?.version == 1)
         await follower.close()
@@ -216,7 +199,7 @@ struct ExactlyOnceTests {
         options.snapshotEvery = 10
         // A process whose reducer is wrong stores the snapshot at 10.
         let wrong = try await ReplicatedStore.open(
-            stream, reducers: [Self.offByOne], initialState: Tally(), actions: tallyActions, options: options)
+            stream, reducers: [offByOneReducer], initialState: Tally(), actions: tallyActions, options: options)
         for index in 1...12 { try await wrong.dispatch(Add(by: 1, tag: "u\(index)")) }
         await wrong.close()
         do {

@@ -202,20 +202,10 @@ struct ReplicatedStoreTests {
         options.pollInterval = 0.02
         let writer = try await ReplicatedStore.open(
             stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
-        // Another program's reducer: the same actions, another result.
-        let different: Reducer<Tally> = { state, action in
-            tallyReducer(&state, action)
-            state.total += 1
-        }
         let follower = try await ReplicatedStore.follow(
-            stream, reducers: [different], initialState: Tally(), actions: tallyActions, options: options)
+            stream, reducers: [offByOneReducer], initialState: Tally(), actions: tallyActions, options: options)
         for index in 1...12 { try await writer.dispatch(Add(by: 1, tag: "d\(index)")) }
-        let deadline = ContinuousClock.now + .seconds(10)
-        var failure = await follower.failure
-        while failure == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-            failure = await follower.failure
-        }
+        let failure = try await stopped(follower, within: .seconds(10))
         #expect(failure?.kind == .divergence)
         #expect(failure?.version == 10)
         #expect(failure?.description.contains("version 10") == true)

@@ -146,6 +146,23 @@ let tallyReducer: Reducer<Tally> = { state, action in
     for byte in add.tag.utf8 { state.digest = (state.digest ^ UInt64(byte)) &* 1_099_511_628_211 }
 }
 
+/// Another program's reducer: the same actions, another result (a divergence to find).
+let offByOneReducer: Reducer<Tally> = { state, action in
+    tallyReducer(&state, action)
+    state.total += 1
+}
+
+/// What stopped `replica`, once it stopped (or nil after `limit`).
+func stopped<State>(_ replica: ReplicatedStore<State>, within limit: Duration) async throws -> ReplicationError? {
+    let deadline = ContinuousClock.now + limit
+    var failure = await replica.failure
+    while failure == nil, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(10))
+        failure = await replica.failure
+    }
+    return failure
+}
+
 let tallyActions: ActionTypes = {
     var actions = ActionTypes()
     actions.register(Add.self, for: "add")
