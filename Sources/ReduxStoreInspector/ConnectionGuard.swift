@@ -200,6 +200,12 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         /// A page sent a frame that is not masked: its close frame (1002) was written, nothing
         /// more is sent, and what arrives is dropped until the connection closes.
         case failedWebSocket
+        /// A page's connection is being closed (after its close frame): nothing more is sent,
+        /// and what arrives is dropped until the page closes or the linger ends.
+        case closingWebSocket
+
+        /// Whether what arrives is read and dropped: the connection's last bytes are written.
+        var drops: Bool { self == .refusing || self == .failedWebSocket || self == .closingWebSocket }
     }
 
     private var phase = Phase.awaitingRequest
@@ -249,7 +255,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch phase {
-        case .refusing, .failedWebSocket:
+        case .refusing, .failedWebSocket, .closingWebSocket:
             return
         case .webSocket:
             if frames.findsUnmaskedFrame(in: unwrapInboundIn(data).readableBytesView) {
@@ -281,7 +287,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        guard phase != .refusing, phase != .failedWebSocket else {
+        guard !phase.drops else {
             // Drained until the client closes or the linger ends.
             context.read()
             return
@@ -305,7 +311,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
             switch phase {
-            case .awaitingRequest, .refusing, .failedWebSocket:
+            case .awaitingRequest, .refusing, .failedWebSocket, .closingWebSocket:
                 // The server stops: a request whose head has not arrived is not waited for.
                 context.close(promise: nil)
                 return
@@ -314,7 +320,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
                 break
             }
         }
-        if phase == .refusing || phase == .failedWebSocket, let event = event as? ChannelEvent, event == .inputClosed {
+        if phase.drops, let event = event as? ChannelEvent, event == .inputClosed {
             context.close(promise: nil)
             return
         }
@@ -322,7 +328,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if phase == .failedWebSocket {
+        if phase == .failedWebSocket || phase == .closingWebSocket {
             // After the close frame nothing more is sent.
             promise?.fail(ChannelError.outputClosed)
             return
@@ -343,6 +349,23 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             }
         }
         context.write(data, promise: promise)
+    }
+
+    /// Closes a page's connection as a lingering close does: the frame written last (the close
+    /// frame) is followed by the end of sending, and what the page still sends (the rest of a
+    /// message over the limit) is read and dropped until it closes or ``ConnectionBounds/linger``
+    /// ends, so that no reset overtakes the close frame. Any other close goes through.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        switch phase {
+        case .webSocket where mode == .all && context.channel.isActive:
+            phase = .closingWebSocket
+            context.channel.closeFuture.cascade(to: promise)
+            endSending(context)
+        case .closingWebSocket where mode == .all, .failedWebSocket where mode == .all:
+            context.channel.closeFuture.cascade(to: promise)
+        default:
+            context.close(mode: mode, promise: promise)
+        }
     }
 
     /// Fails a WebSocket whose client sent a frame that is not masked (RFC 6455, 5.1): a close
@@ -378,8 +401,11 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// connection after ``ConnectionBounds/linger`` (or when the client closes).
     private func endSending(_ context: ChannelHandlerContext) {
         context.close(mode: .output, promise: nil)
-        let channel = context.channel
-        lingerDeadline = context.eventLoop.scheduleTask(in: ConnectionBounds.linger) { channel.close(promise: nil) }
+        // Closed from here, not from the channel's tail: this handler's own `close` would wait.
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        lingerDeadline = context.eventLoop.scheduleTask(in: ConnectionBounds.linger) {
+            loopBound.value.context?.close(promise: nil)
+        }
         context.read()
     }
 

@@ -288,6 +288,8 @@ struct RequestCheck: RouterMiddleware {
     ) async throws -> Response {
         let path = request.uri.path
         try gate.check(request, webSocket: path == "/ws")
+        // Exactly two paths exist: Hummingbird's router would also take `/ws/` for `/ws`.
+        guard path == "/" || path == "/ws" else { throw HTTPError(.notFound, message: "no such page") }
         return try await next(request, context)
     }
 }

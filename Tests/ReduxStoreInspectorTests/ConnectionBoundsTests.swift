@@ -53,16 +53,19 @@ final class RawSocket: @unchecked Sendable {
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
-    /// Sends what the kernel takes without blocking for long (a peer that reads nothing fills it).
-    func send(_ bytes: [UInt8]) {
+    /// Sends what the kernel takes without blocking for long (a peer that reads nothing fills it):
+    /// whether every byte was taken (false after a reset, or when the peer stopped reading).
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Bool {
         var timeout = timeval(tv_sec: 2, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent <= 0 { return }
+            if sent <= 0 { return false }
             offset += sent
         }
+        return true
     }
 
     /// What arrives until the peer closes (EOF or reset) or `seconds` pass; `closed` says which.
