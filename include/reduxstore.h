@@ -547,9 +547,11 @@ RDX_API rdx_status rdx_store_flush_journal(rdx_store *store);
  * {"op": "replace", "path": "/todos/12345/done", "value": true}.
  * Returns NULL on failure, and rdx_last_error() says why: `from` or `to` is NULL (RDX_EINVAL's
  * words: json-c holds JSON null as a NULL pointer, so a null document cannot be passed; trees
- * must be non-NULL), nested deeper than RDX_MAX_NESTING_DEPTH or a patch that would be (the
- * array and the operation object count as two levels: only a value that replaces the whole root
- * and is nested 255 deep or more is refused so) (RDX_ELIMIT's), a non-finite number in either
+ * must be non-NULL), nested deeper than RDX_MAX_NESTING_DEPTH, or a patch that would be
+ * (RDX_ELIMIT's: a patch is a json-c tree like any other, and its array and each operation
+ * object count as two levels, so a value the patch carries that is nested 255 deep or more is
+ * refused so: the whole `to` replacing a root of another kind, or a member or element added or
+ * replaced that deep), a non-finite number in either
  * (RDX_EDECODE's), memory (RDX_ENOMEM's).
  * Cost: both trees are read whole; then elements and members are compared, and only unequal ones
  * looked into. Touches only the two trees: call it on trees no other thread changes meanwhile.

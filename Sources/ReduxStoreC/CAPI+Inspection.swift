@@ -11,8 +11,15 @@ public func rdx_json_diff(_ from: OpaquePointer?, _ to: OpaquePointer?) -> Opaqu
         let source = try InspectedTree.read(from, "from")
         let target = try InspectedTree.read(to, "to")
         let patch = JSONPatch.diff(from: source, to: target)
+        let encoded: OpaquePointer?
+        do throws(StoreError) {
+            encoded = try JSONCEncoder().encode(patch)
+        } catch where error.kind == .limit {
+            throw StoreError(.limit, "the patch would be nested deeper than \(StoreLimits.maximumNestingDepth) levels"
+                + " (its array and each operation object count as two)")
+        }
         // An array always encodes to a node; nil would only mean json-c failed.
-        guard let array = try JSONCEncoder().encode(patch) else {
+        guard let array = encoded else {
             throw StoreError(.outOfMemory, "out of memory making the patch")
         }
         return array

@@ -321,6 +321,35 @@ static void test_nesting_limit(void)
     CHECK(rdx_json_diff(one, document) == NULL);
     CHECK(strstr(rdx_last_error(), "deeper") != NULL);
 
+    /* So is a member or an element 255 deep that the patch adds (the array and the operation
+     * object count as two levels); one level less makes a patch that applies. */
+    {
+        json_object *none = json_object_new_object();
+        json_object *no_elements = json_object_new_array();
+        json_object *elements = json_object_new_array();
+        json_object *shallower = json_object_new_object();
+        json_object *made;
+
+        json_object_array_add(elements, json_object_get(inner));
+        CHECK(rdx_json_diff(none, document) == NULL);
+        CHECK(strstr(rdx_last_error(), "nested deeper than 256 levels") != NULL);
+        CHECK(rdx_json_diff(no_elements, elements) == NULL);
+        CHECK(strstr(rdx_last_error(), "nested deeper than 256 levels") != NULL);
+
+        json_object_object_add(shallower, "a", json_object_get(json_object_array_get_idx(inner, 0)));
+        made = rdx_json_diff(none, shallower);
+        CHECK(made != NULL);
+        if (made != NULL) {
+            CHECK_STATUS(rdx_json_patch(none, made), RDX_OK);
+            CHECK(json_object_equal(none, shallower));
+            json_object_put(made);
+        }
+        json_object_put(shallower);
+        json_object_put(elements);
+        json_object_put(no_elements);
+        json_object_put(none);
+    }
+
     free(path);
     json_object_put(empty);
     json_object_put(one);
