@@ -74,6 +74,13 @@ private func blockingHTTP(
 private final class Page: @unchecked Sendable {
     private let lock = NSLock()
     private var messages: [[String: Any]] = []
+    private var isPaused = false
+
+    /// Whether the page reads nothing (its socket's buffers fill, as a page that froze does).
+    var paused: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return isPaused }
+        set { lock.lock(); isPaused = newValue; lock.unlock() }
+    }
 
     func add(_ text: String) {
         let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? ["type": "unparsed"]
@@ -110,6 +117,7 @@ private func connectPage(
         inbound, outbound, _ in
         let reader = Task {
             for try await message in inbound.messages(maxSize: 1 << 24) {
+                while page.paused { try await Task.sleep(for: .milliseconds(10)) }
                 if case .text(let text) = message { page.add(text) }
             }
         }
@@ -436,19 +444,49 @@ extension InspectorTests {
 
         @Test("a page that falls behind is told of the gap; dispatch never waits for it")
         func slowPage() async throws {
-            let store = Store(reducers: [reducer], state: Todos())
+            // Each action replaces the one todo: the changes carry 4 KB payloads, and the patch
+            // that follows a gap stays small.
+            let replace: Reducer<Todos> = { state, action in
+                if let add = action as? AddTodo { state.todos = [Todo(title: add.title)] }
+            }
+            let store = Store(reducers: [replace], state: Todos())
             var options = InspectorOptions()
             options.clientBuffer = 4
             options.keptVersions = 0
             let inspector = try await StoreInspector(store, options: options)
             defer { Task { await inspector.stop() } }
+            let count = 5_000
+            let title = String(repeating: "x", count: 4_000)
             _ = try await connectPage(inspector) { page, _ in
                 _ = await page.wait { $0["type"] as? String == "hello" }
-                for index in 0..<2_000 { store.dispatchAction(AddTodo(title: "t\(index)")) }
-                let last = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == 2_000 }
+                // The page reads nothing while 20 MB of changes are made: more than the sockets'
+                // buffers hold, so the changes waiting for it (4 at most) overflow.
+                page.paused = true
+                for index in 0..<count { store.dispatchAction(AddTodo(title: "\(index) \(title)")) }
+                // Every dispatch returned while the page read nothing: none waited for it.
+                #expect(store.version == UInt64(count))
+                page.paused = false
+                let last = await page.wait { $0["type"] as? String == "change" && $0["version"] as? Int == count }
                 #expect(last != nil)
+                // Each version reached the page once, in order: in a change, or in a gap's range.
+                var next = 1
+                var gaps = 0
+                for message in page.flattened {
+                    switch message["type"] as? String {
+                    case "change":
+                        #expect(message["version"] as? Int == next, "a change out of order")
+                        next = (message["version"] as? Int ?? next) + 1
+                    case "gap":
+                        #expect(message["from"] as? Int == next, "a gap that does not start where the changes stopped")
+                        next = (message["to"] as? Int ?? next) + 1
+                        gaps += 1
+                    default:
+                        break
+                    }
+                }
+                #expect(next == count + 1)
+                #expect(gaps > 0, "the page was not told of the changes it missed")
             }
-            #expect(store.version == 2_000)
         }
 
         @Test("the README's block, as written there, serves; and it is in this file line for line")

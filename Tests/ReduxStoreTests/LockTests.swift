@@ -35,27 +35,41 @@ struct LockTests {
         #expect(result.overlaps == 0)
     }
 
-    @Test("threads that wait while the holder sleeps are each woken and take the lock in turn")
+    @Test("threads that wait while the holder sleeps sleep too, not spin, and each is woken and takes the lock in turn")
     func waitersAreWoken() {
         let lock = Locked([Int]())
+        // What each waiter spent taking the lock: the time that passed, and its own CPU time.
+        let waits = Locked([(wall: Double, cpu: Double)]())
         // Thread 0 holds the lock long enough for the others to spin out and wait.
         let holding = DispatchSemaphore(value: 0)
         onThreads(5) { index in
             if index == 0 {
                 lock.withLock { taken in
                     holding.signal()
-                    usleep(50_000)
+                    usleep(300_000)
                     taken.append(index)
                 }
             } else {
                 holding.wait()
                 holding.signal()
+                let wallStart = DispatchTime.now().uptimeNanoseconds
+                let cpuStart = threadCPUSeconds()
                 lock.withLock { $0.append(index) }
+                let cpu = threadCPUSeconds() - cpuStart
+                let wall = Double(DispatchTime.now().uptimeNanoseconds - wallStart) / 1e9
+                waits.withLock { $0.append((wall, cpu)) }
             }
         }
         let taken = lock.withLock { $0 }
         #expect(taken.first == 0)
         #expect(taken.sorted() == [0, 1, 2, 3, 4])
+        // A waiter that spun would have used about as much CPU as it waited; one that slept next
+        // to none. Those that came while the holder slept (a tenth of a second or more) are told.
+        let waited = waits.withLock { $0 }.filter { $0.wall > 0.1 }
+        #expect(!waited.isEmpty, "no thread waited for the holder")
+        for wait in waited {
+            #expect(wait.cpu < wait.wall / 4, "a waiter used \(wait.cpu) s of CPU in \(wait.wall) s: it spun")
+        }
     }
 
     @Test("a value handed back and forth 2,000 times through wait and broadcast: no wake-up lost")
@@ -95,4 +109,11 @@ struct LockTests {
         }
         #expect(seen.withLock { $0 })
     }
+}
+
+/// The calling thread's CPU time so far, in seconds.
+private func threadCPUSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
