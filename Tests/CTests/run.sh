@@ -20,6 +20,9 @@
 #    RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind;
 # 6. compiles each again with AddressSanitizer (LeakSanitizer on) and runs it.
 #
+# CTESTS_PLAIN=1 leaves out valgrind and AddressSanitizer (steps 4 and 5 run each program once,
+# step 6 is skipped): the quick run of `bash scripts/test`; `bash scripts/test --all` runs them.
+#
 # The last line sums every CHECK of every run (normal and valgrind) as "N passed, N failed"; a
 # step that is not a CHECK (a header or export check, a compile, a crash, valgrind errors) counts
 # as one more pass or failure. The exit status is non-zero when anything failed.
@@ -50,7 +53,8 @@ apt_install() {
 
 bash scripts/bootstrap || die "could not install json-c (scripts/bootstrap failed)"
 missing=()
-command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
+plain=${CTESTS_PLAIN:-}
+[ -n "$plain" ] || command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v nm >/dev/null 2>&1 || missing+=(binutils)
 command -v cc >/dev/null 2>&1 || missing+=(gcc)
@@ -181,7 +185,9 @@ elif "$CC" "${cflags[@]}" "$out/readme_example.c" -o "$out/readme_example" \
         printf 'expected:\n%s\nprinted:\n%s\n' "$expected" "$actual" >&2
         fail "the README's C example printed something else"
     fi
-    if valgrind "${valgrind_flags[@]}" "$out/readme_example" >"$out/readme_example.valgrind.log" 2>&1; then
+    if [ -n "$plain" ]; then
+        :
+    elif valgrind "${valgrind_flags[@]}" "$out/readme_example" >"$out/readme_example.valgrind.log" 2>&1; then
         pass "the README's C example under valgrind (no definite leak, no invalid access)"
     else
         grep -E '^==[0-9]+== ' "$out/readme_example.valgrind.log" | grep -vE 'possibly lost|still reachable' | head -n 40 >&2
@@ -261,37 +267,41 @@ for name in "${built[@]}"; do
     run_program "$name" "$out/$name.log" "$out/$name"
 done
 
-echo "== running under valgrind"
-# valgrind gives up on the debug information of the inspector's debug library (70 MB, "possibly
-# corrupted debuginfo"): its tests load a copy without it, found first through LD_LIBRARY_PATH.
-valgrind_libs="$out/valgrind-libs"
-if [ -n "$inspector_lib" ]; then
-    mkdir -p "$valgrind_libs"
-    strip --strip-debug -o "$valgrind_libs/libreduxstore-inspector.so" "$inspector_lib" ||
-        fail "strip a copy of libreduxstore-inspector.so for valgrind"
-    strip --strip-debug -o "$valgrind_libs/libreduxstore-postgres.so" "$postgres_lib" ||
-        fail "strip a copy of libreduxstore-postgres.so for valgrind"
-fi
-for name in "${built[@]}"; do
-    LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
-        run_program "$name (valgrind)" "$out/$name.valgrind.log" \
-        valgrind "${valgrind_flags[@]}" "$out/$name"
-    summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
-    echo "      valgrind: $summary"
-done
-
-echo "== running under AddressSanitizer (LeakSanitizer on)"
-for name in "${built[@]}"; do
-    if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$name.c" \
-        -o "$out/$name.asan" -L"$bin" $(libraries_of "$name") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
-        2>"$out/$name.asan.compile.log"; then
-        ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 \
-            run_program "$name (AddressSanitizer)" "$out/$name.asan.log" "$out/$name.asan"
-    else
-        cat "$out/$name.asan.compile.log" >&2
-        fail "compile $name with AddressSanitizer"
+if [ -n "$plain" ]; then
+    echo "== valgrind and AddressSanitizer left out (CTESTS_PLAIN)"
+else
+    echo "== running under valgrind"
+    # valgrind gives up on the debug information of the inspector's debug library (70 MB, "possibly
+    # corrupted debuginfo"): its tests load a copy without it, found first through LD_LIBRARY_PATH.
+    valgrind_libs="$out/valgrind-libs"
+    if [ -n "$inspector_lib" ]; then
+        mkdir -p "$valgrind_libs"
+        strip --strip-debug -o "$valgrind_libs/libreduxstore-inspector.so" "$inspector_lib" ||
+            fail "strip a copy of libreduxstore-inspector.so for valgrind"
+        strip --strip-debug -o "$valgrind_libs/libreduxstore-postgres.so" "$postgres_lib" ||
+            fail "strip a copy of libreduxstore-postgres.so for valgrind"
     fi
-done
+    for name in "${built[@]}"; do
+        LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
+            run_program "$name (valgrind)" "$out/$name.valgrind.log" \
+            valgrind "${valgrind_flags[@]}" "$out/$name"
+        summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
+        echo "      valgrind: $summary"
+    done
+
+    echo "== running under AddressSanitizer (LeakSanitizer on)"
+    for name in "${built[@]}"; do
+        if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$name.c" \
+            -o "$out/$name.asan" -L"$bin" $(libraries_of "$name") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
+            2>"$out/$name.asan.compile.log"; then
+            ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 \
+                run_program "$name (AddressSanitizer)" "$out/$name.asan.log" "$out/$name.asan"
+        else
+            cat "$out/$name.asan.compile.log" >&2
+            fail "compile $name with AddressSanitizer"
+        fi
+    done
+fi
 
 # ---- The README's replication example (the ```c block that opens a stream), as written there:
 # two copies at once against the test server; the last to finish prints 2000 more than the
