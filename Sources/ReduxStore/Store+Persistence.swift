@@ -11,8 +11,8 @@ extension Store {
     /// ``JSONCEncoder``. The encode runs under the store's lock (a consistent version), the
     /// checks and the writing outside it.
     ///
-    /// What `save` writes, ``init(contentsOf:reducers:)-(_,[Reducer<State>])`` opens: a state or version a file cannot
-    /// hold is refused before anything is written. Only a regular file is replaced (or a name
+    /// What `save` writes, ``init(contentsOf:reducers:)-(_,[Reducer<State>])`` opens: a state or version a
+    /// file cannot hold is refused before anything is written. Only a regular file is replaced (or a name
     /// nothing has yet); it keeps its mode, and its owner where the process may set it.
     ///
     /// - Throws: ``StoreError`` whose message starts `save PATH: `, and the file at `path` is as

@@ -59,10 +59,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let publishedVersion = Atomic<UInt64>(0)
     /// Whether `currentState()`, `snapshot()` and `save(to:)` may read the state from inside a
     /// reducer: only for a class state, which the reducers receive as a copy of the reference
-    /// (see
-    /// ``init(erasedReducer:adopting:version:readableInsideReducer:middleware:keeper:refusingLocalChanges:)``);
-    /// a struct state is held `inout` by the reducer, and reading it meanwhile would be an
-    /// overlapping access.
+    /// (see the designated initializer, `init(erasedReducer:adopting:…)`); a struct state is held
+    /// `inout` by the reducer, and reading it meanwhile would be an overlapping access.
     let readableInsideReducer: Bool
     /// Actions given to ``enqueueAction(_:file:line:)`` and not yet applied.
     let enqueued: EnqueuedActions

@@ -1,52 +1,8 @@
-// The change feed's C functions: the dispatching functions' `_at` forms, which record where C
-// dispatched from, and change listeners.
+// The change feed's C functions: change listeners and action logs.
 internal import CJSONC
 public import CReduxStoreAPI
 import ReduxStore
 import Synchronization
-
-@c @implementation
-public func rdx_store_dispatch_action_at(
-    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
-    _ file: UnsafePointer<CChar>?, _ line: Int32
-) -> rdx_status {
-    withSource(file, line) { source in dispatchFromC(store, identifier, payload, enqueue: false, source: source) }
-}
-
-@c @implementation
-public func rdx_store_dispatch_json_at(
-    _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?, _ file: UnsafePointer<CChar>?,
-    _ line: Int32
-) -> rdx_status {
-    withSource(file, line) { source in dispatchJSONFromC(store, actionJSON, source: source) }
-}
-
-@c @implementation
-public func rdx_store_enqueue_action_at(
-    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
-    _ file: UnsafePointer<CChar>?, _ line: Int32
-) -> rdx_status {
-    withSource(file, line) { source in dispatchFromC(store, identifier, payload, enqueue: true, source: source) }
-}
-
-@c @implementation
-public func rdx_store_dispatch_batch_json_at(
-    _ store: OpaquePointer?, _ actionsJSON: UnsafePointer<CChar>?, _ file: UnsafePointer<CChar>?,
-    _ line: Int32
-) -> rdx_status {
-    withSource(file, line) { source in dispatchBatchFromC(store, actionsJSON, source: source) }
-}
-
-/// Runs `body` with C's `file` and `line` as a source, borrowed for the call; `RDX_EINVAL` for a
-/// negative line.
-private func withSource(
-    _ file: UnsafePointer<CChar>?, _ line: Int32, _ body: (DispatchSite) -> rdx_status
-) -> rdx_status {
-    guard line >= 0 else {
-        return StoreError(.invalidArgument, "line is \(line): a line number is 0 or more").record()
-    }
-    return body(DispatchSite(borrowingCFile: file, line: UInt(line)))
-}
 
 @c @implementation
 public func rdx_store_add_change_listener(

@@ -37,53 +37,6 @@ public func rdx_next_action(
 }
 
 @c @implementation
-public func rdx_store_dispatch_batch_json(
-    _ store: OpaquePointer?, _ actionsJSON: UnsafePointer<CChar>?
-) -> rdx_status {
-    dispatchBatchFromC(store, actionsJSON, source: .unknown)
-}
-
-/// `rdx_store_dispatch_batch_json` (and its `_at` form).
-func dispatchBatchFromC(
-    _ store: OpaquePointer?, _ actionsJSON: UnsafePointer<CChar>?, source: DispatchSite
-) -> rdx_status {
-    status { () throws(StoreError) in
-        try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            let text = try CInput.required(actionsJSON, "actions_json")
-            let length = strnlen(text, StoreLimits.maximumJSONTextSize + 1)
-            // Applied inside the parse, while the parsed tree lives: the actions may borrow from
-            // it (``CStoreCore/makeBatchAction(identifier:payload:)``).
-            try JSONInput.withParsedBatch(text, length: length) { (parts) throws(StoreError) in
-                var actions: [any Action] = []
-                actions.reserveCapacity(parts.count)
-                for (index, part) in parts.enumerated() {
-                    do throws(StoreError) {
-                        actions.append(
-                            try handle.core.makeBatchAction(identifier: part.identifier, payload: part.payload))
-                    } catch {
-                        throw error.prefixed("[\(index)]")
-                    }
-                }
-                guard let forwarding = handle.forwarding else {
-                    try handle.core.dispatchBatch(actions, source: source)
-                    return
-                }
-                // Every element checked, a forwarding store's library orders them one by one:
-                // each handed on in order, and applied before the next.
-                for action in actions {
-                    try action.withCParts { identifier, payload in
-                        Result { () throws(StoreError) in
-                            try forwarding.forward(
-                                handle, identifier: identifier, payload: payload, enqueue: false, source: source)
-                        }
-                    }.get()
-                }
-            }
-        }
-    }
-}
-
-@c @implementation
 public func rdx_store_observe_pointer(
     _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
     _ context: UnsafeMutableRawPointer?

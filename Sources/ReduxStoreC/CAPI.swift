@@ -42,27 +42,6 @@ public func rdx_store_open(
 }
 
 @c @implementation
-public func rdx_store_dispatch_action(
-    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
-) -> rdx_status {
-    dispatchFromC(store, identifier, payload, enqueue: false, source: .unknown)
-}
-
-@c @implementation
-public func rdx_store_dispatch_json(
-    _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?
-) -> rdx_status {
-    dispatchJSONFromC(store, actionJSON, source: .unknown)
-}
-
-@c @implementation
-public func rdx_store_enqueue_action(
-    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?
-) -> rdx_status {
-    dispatchFromC(store, identifier, payload, enqueue: true, source: .unknown)
-}
-
-@c @implementation
 public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
@@ -207,36 +186,6 @@ private func addObserver(
     } catch {
         _ = error.record()
         return 0
-    }
-}
-
-/// `rdx_store_dispatch_action` and `rdx_store_enqueue_action` (and their `_at` forms): the
-/// arguments checked, then the action applied or queued.
-func dispatchFromC(
-    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
-    enqueue: Bool, source: DispatchSite
-) -> rdx_status {
-    status { () throws(StoreError) in
-        try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            if enqueue { try handle.checkCanEnqueue() }
-            if !enqueue, payload == nil, let identifier, try handle.dispatchKept(identifier, source: source) { return }
-            let identifier = try CInput.identifier(identifier)
-            try CInput.tree(payload, "payload")
-            try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue, source: source, offering: true)
-        }
-    }
-}
-
-/// `rdx_store_dispatch_json` (and its `_at` form).
-func dispatchJSONFromC(
-    _ store: OpaquePointer?, _ actionJSON: UnsafePointer<CChar>?, source: DispatchSite
-) -> rdx_status {
-    status { () throws(StoreError) in
-        try CStoreHandle.with(store) { (handle) throws(StoreError) in
-            try CInput.withParsedAction(actionJSON) { (identifier, payload) throws(StoreError) in
-                try handle.dispatch(identifier: identifier, payload: payload, enqueue: false, source: source)
-            }
-        }
     }
 }
 

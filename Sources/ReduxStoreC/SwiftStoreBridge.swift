@@ -5,10 +5,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// The registry of typed actions C payloads are decoded into: ``ActionTypes``, by its name
-/// before it moved to the core (where replay and the journal reader use it too).
-public typealias CActionTypes = ActionTypes
-
 extension Store {
     /// Hands C a handle on this store: an `rdx_store *` with one reference, which C releases
     /// with `rdx_store_release()`. C dispatches JSON through it; C snapshots are the state
@@ -92,9 +88,9 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
 }
 
 /// The actions a Swift store handed to C decoded from no payload for registered types without
-/// stored properties (``ActionTypes/registeredAction(identifier:payload:isValueless:)``), for the store's next dispatches: every
-/// value of such a type is the same, so a NULL-payload dispatch of the same identifier reuses
-/// the one decoded, without the identifier's check, its `String`, the registry's lookup or the
+/// stored properties (``ActionTypes/registeredAction(identifier:payload:isValueless:)``), for the store's
+/// next dispatches: every value of such a type is the same, so a NULL-payload dispatch of the same identifier
+/// reuses the one decoded, without the identifier's check, its `String`, the registry's lookup or the
 /// decoder. (Its `init(from:)` runs once per store and identifier.)
 ///
 /// As ``KeptIdentifiers``: ``SlotsByAddress``, each slot holding an entry with a copy of the

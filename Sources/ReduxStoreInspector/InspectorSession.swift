@@ -18,7 +18,7 @@ final class InspectorSession: Sendable {
     private let outbound: WebSocketOutboundWriter
     /// Rung by the store's log when a change follows a read that found none; closed when the
     /// session ends.
-    private let doorbell = Doorbell()
+    private let wakeUp = WakeUpSignal()
 
     init(inspected: InspectedStore, outbound: WebSocketOutboundWriter) {
         self.inspected = inspected
@@ -36,7 +36,7 @@ final class InspectorSession: Sendable {
         }
         defer {
             inspected.disconnect()
-            doorbell.close()
+            wakeUp.close()
         }
         do {
             try await send(hello(backlog: backlog))
@@ -58,7 +58,7 @@ final class InspectorSession: Sendable {
             }
             let first = await group.next() ?? nil
             group.cancelAll()
-            doorbell.close()
+            wakeUp.close()
             return first
         }
         if let failure { throw failure }
@@ -68,7 +68,7 @@ final class InspectorSession: Sendable {
     /// that the session's end cannot close the connection first with 1000.
     func close() async {
         try? await outbound.close(.goingAway, reason: "the inspector stopped")
-        doorbell.close()
+        wakeUp.close()
     }
 
     /// Sends `message` as one text message: several frames (fragments) when it is longer than
@@ -91,19 +91,19 @@ final class InspectorSession: Sendable {
         // The state last sent (the page's patches lead to it), and its version.
         var sentState = try? state.get()
         var sentVersion = version
-        let doorbell = self.doorbell
+        let wakeUp = self.wakeUp
         let limit = inspected.options.clientBuffer
-        while !doorbell.isClosed {
-            guard let read = inspected.readLog(after: last, limit: limit, wake: { doorbell.ring() }) else { return }
+        while !wakeUp.isClosed {
+            guard let read = inspected.readLog(after: last, limit: limit, wake: { wakeUp.ring() }) else { return }
             guard let newest = read.changes.last else {
                 if let time = read.retryAfter {
                     try? await Task.sleep(for: time)
                 } else {
-                    await doorbell.wait()
+                    await wakeUp.wait()
                     // Rung by the first change after a quiet spell: the changes of the next
                     // interval go in one read, rather than the sender taking the store's lock
                     // beside the dispatching thread at once (a burst's first dispatch rang).
-                    if !doorbell.isClosed { try? await Task.sleep(for: Self.readInterval) }
+                    if !wakeUp.isClosed { try? await Task.sleep(for: Self.readInterval) }
                 }
                 continue
             }

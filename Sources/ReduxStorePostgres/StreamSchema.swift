@@ -26,7 +26,8 @@ import Logging
 ///   `confirmed_by` is the first other process whose own hash there was the same (`NULL`: none
 ///   yet). A new process starts only from a confirmed snapshot, where it can.
 /// - `append(stream, identifiers, payloads, sources, writer, first_seq, INOUT last,
-///   snapshot_every, snapshot_last)`: the procedure every append calls. It commits inside the call, so the call's answer comes only
+///   snapshot_every, snapshot_last)`: the procedure every append calls. It commits inside the call, so the
+/// call's answer comes only
 ///   after the commit; see ``append(_:identifiers:payloads:sources:writer:firstSeq:)``.
 /// - `migrations (version, applied)`: which of these steps ran.
 ///

@@ -119,7 +119,7 @@ struct RecognizedDispatchTests {
             state.count += 1
         }
         let store = Store(reducers: [reducer], state: CounterState())
-        var actions = CActionTypes()
+        var actions = ActionTypes()
         actions.register(Ping.self, for: "ping")
         let handle = StoreHandle(store.makeCStore(actions: actions))
         defer { rdx_store_release(handle.pointer) }

@@ -27,7 +27,7 @@ private let boardReducer: Reducer<Board> = { state, action in
 
 private func makeBoard() -> (Store<Board>, OpaquePointer) {
     let store = Store(reducers: [boardReducer], state: Board())
-    var actions = CActionTypes()
+    var actions = ActionTypes()
     actions.register(AddTodo.self, for: "todo.add")
     return (store, store.makeCStore(actions: actions))
 }
@@ -85,7 +85,7 @@ struct SwiftStoreInCTests {
             state.count += 1
         }
         let store = Store(reducers: [reducer], state: CounterState())
-        var actions = CActionTypes()
+        var actions = ActionTypes()
         actions.register(Reset.self, for: "board.reset")
         actions.register(Mark.self, for: "board.mark")
         actions.register(Stamp.self, for: "board.stamp")

@@ -161,7 +161,7 @@ final class ChangeReader: @unchecked Sendable {
     /// Rung by the log's next record, by the store's end, and closed at cancellation. The log
     /// holds its ring, never the reader: the last release of a reader, which closes its claim
     /// (taking the store's lock), never happens under that lock.
-    private let doorbell = Doorbell()
+    private let wakeUp = WakeUpSignal()
 
     init(
         token: UInt64, includingPatches: Bool, batch: Int, core: Locked<StoreCore>,
@@ -183,7 +183,7 @@ final class ChangeReader: @unchecked Sendable {
             let (record, ended) = state.withLock { state in (state.taken.popFirst(), state.ended) }
             if let record { return StoreChange(record, includingPatch: includingPatches) }
             if ended { return nil }
-            if doorbell.isClosed || Task.isCancelled {
+            if wakeUp.isClosed || Task.isCancelled {
                 close(token)
                 return nil
             }
@@ -192,11 +192,11 @@ final class ChangeReader: @unchecked Sendable {
             // claim and waits for that ring).
             let records = core.withLock { core -> [ChangeRecord] in
                 let records = core.actionLog.read(token, limit: batch).records
-                if records.isEmpty { core.actionLog.arm(doorbell.ring) }
+                if records.isEmpty { core.actionLog.arm(wakeUp.ring) }
                 return records
             }
             if records.isEmpty {
-                await doorbell.wait()
+                await wakeUp.wait()
             } else {
                 state.withLock { $0.taken.append(contentsOf: records) }
             }
@@ -209,9 +209,9 @@ final class ChangeReader: @unchecked Sendable {
             state.taken.append(contentsOf: records)
             state.ended = true
         }
-        doorbell.ring()
+        wakeUp.ring()
     }
 
     /// Stops the sequence: its consuming task is cancelled.
-    func cancel() { doorbell.close() }
+    func cancel() { wakeUp.close() }
 }

@@ -17,8 +17,9 @@ public struct JSONDocument: Sendable {
     public let version: UInt64?
 
     /// Reads `path`: a saved state (`{"reduxstore":1,"version":N,"state":…}`, as
-    /// ``Store/save(to:)`` writes it, read by the rules ``Store/init(contentsOf:reducers:)-(_,[Reducer<State>])``
-    /// reads it with: any object with `"reduxstore": 1` and a `"state"` is one) or any JSON text.
+    /// ``Store/save(to:)`` writes it, read by the rules
+    /// ``Store/init(contentsOf:reducers:)-(_,[Reducer<State>])`` reads it with: any object with
+    /// `"reduxstore": 1` and a `"state"` is one) or any JSON text.
     ///
     /// - Parameter path: the file to read.
     /// - Throws: ``StoreError`` whose message names the file and, where there is one, the byte

@@ -3,54 +3,6 @@ internal import CJSONC
 import Glibc
 #endif
 
-/// How a store's journal records (``Store/startJournal(at:options:)``).
-public struct JournalOptions: Sendable {
-    /// What a dispatch does when the journal's queue is full: ``queueCapacity`` entries wait for
-    /// the writer.
-    public enum Overflow: Sendable, Equatable {
-        /// The dispatching thread waits (after releasing the store's lock) until the writer has
-        /// room: nothing is lost, and dispatch slows to the disk's pace.
-        case block
-        /// The oldest entry waiting is dropped and counted (``Store/journalDroppedEntries``):
-        /// dispatch never waits, and the journal has a gap, which replay reports.
-        case drop
-    }
-
-    /// Whether each entry also carries the action's RFC 6902 patch (the change it made to the
-    /// state), so the state at any version can be rebuilt without the reducers. Costs a
-    /// snapshot and a diff per action. `false` by default.
-    public var recordPatches = false
-    /// The size in bytes a journal file does not pass: before a line that would take it past this
-    /// size (its page padding counted), the file is rotated: `journal` becomes `journal.1`,
-    /// `journal.1` becomes `journal.2`, and so on. A file is larger only when it holds a single
-    /// line that is. 64 MiB by default.
-    public var maximumFileSize = 64 << 20
-    /// How many rotated files are kept besides the current one; older ones are deleted. 8 by
-    /// default.
-    public var maximumFiles = 8
-    /// How many entries may wait for the writer before ``overflow`` applies. 65,536 by default.
-    public var queueCapacity = 65_536
-    /// What a full queue does. ``Overflow/block`` by default.
-    public var overflow = Overflow.block
-
-    public init() {}
-}
-
-/// A dispatcher's wait for a journal that blocks and is more than its capacity behind, run after
-/// it released the store's lock (``ActionLog/takeOwedWait()``).
-struct JournalWait {
-    let journal: Journal
-    let version: UInt64
-    func run() { journal.waitForRoom(through: version) }
-}
-
-/// An action that can say what to record for it, beyond what the journal knows how to encode
-/// (``JSONAction``'s payload, an `Encodable` action's properties): the C face's actions.
-package protocol JournalRecordable: Action {
-    /// The payload as a json-c tree (borrowed from the action), or NULL for none.
-    var journalPayload: OpaquePointer? { get }
-}
-
 /// A running journal: a claim on the store's action log (``ActionLog``), the one record of each
 /// applied action, and a thread that reads the records it has not read, writes them as JSON Lines
 /// and rotates the files.
@@ -94,7 +46,7 @@ final class Journal: @unchecked Sendable {
         var last: UInt64
     }
 
-    private struct Shared {
+    struct Shared {
         var stopping = false
         var stopped = false
         /// Set by the log when the writer is half its capacity behind, or by ``flush(through:)``:
@@ -114,12 +66,12 @@ final class Journal: @unchecked Sendable {
         /// over ``Journal/maximumLineSize``), each line saying why: reported once.
         var incomplete: Loss?
     }
-    private let state = Locked(Shared())
-    private var file: Int32 = -1
-    private var size = 0
+    let state = Locked(Shared())
+    var file: Int32 = -1
+    var size = 0
     /// The file's size when it was opened, and the lines written to it since (for the checks).
-    private var openedSize = 0
-    private var linesInFile = 0
+    var openedSize = 0
+    var linesInFile = 0
     /// The writer thread's: the line formatter and the ends of the lines it formatted, kept
     /// between batches with their buffers.
     @exclusivity(unchecked) private var formatter = JournalLineFormatter()
@@ -352,7 +304,7 @@ final class Journal: @unchecked Sendable {
     /// A write that fails (a full disk, a file size limit) is cut back off the file, so the file
     /// keeps every line before it, whole; its entries and every later one are counted as not
     /// written (``takeProblem()``).
-    private func write(_ entries: [ChangeRecord]) {
+    func write(_ entries: [ChangeRecord]) {
         let broken = state.withLock { $0.unwritten != nil }
         if broken {
             lose(entries[...], reason: nil)
@@ -490,166 +442,8 @@ final class Journal: @unchecked Sendable {
     }
 
     /// The size of a page of the file, as the kernel copies writes.
-    private static let page = 4096
+    static let page = 4096
 
-    // MARK: Files
-
-    /// Opens (appending to) the journal file and takes its lock. A last line left torn by a
-    /// crash is cut off first, so every line in the file is whole.
-    ///
-    /// Only a regular file is opened, and opening never blocks: a FIFO or a device is refused
-    /// (before the open, and after it: the open is non-blocking, so one put in the file's place
-    /// meanwhile is refused too). A file another journal holds, in this process or another, is
-    /// refused: two writers would write their lines over each other's.
-    private func open() throws(StoreError) {
-        // The path may be renamed away (a rotation by the journal that held it) between the open
-        // and the lock: then the lock is on a file that is no longer the journal, and it is
-        // opened again.
-        for _ in 0..<16 {
-            var info = stat()
-            if stat(path, &info) == 0 { try Self.requireRegular(info, path) }
-            let fd = Glibc.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0o644)
-            guard fd >= 0 else {
-                throw StoreError(.io, "journal \(path): cannot open: \(String(cString: strerror(errno)))")
-            }
-            do throws(StoreError) {
-                guard fstat(fd, &info) == 0 else { throw StoreError.system("journal \(path): fstat") }
-                try Self.requireRegular(info, path)
-                while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-                    if errno == EINTR { continue }
-                    if errno == EWOULDBLOCK {
-                        throw StoreError(
-                            .io,
-                            "journal \(path): in use by another journal (of this process or another): "
-                                + "two journals on one file would write over each other's lines")
-                    }
-                    throw StoreError.system("journal \(path): flock")
-                }
-                var now = stat()
-                if stat(path, &now) != 0 || now.st_ino != info.st_ino || now.st_dev != info.st_dev {
-                    _ = close(fd)
-                    continue
-                }
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-                var length = Int(info.st_size)
-                let end = try lastLineEnd(fd, length: length)
-                if end != length {
-                    guard ftruncate(fd, off_t(end)) == 0 else {
-                        throw StoreError.system("journal \(path): cannot cut off its torn last line")
-                    }
-                    length = end
-                }
-                file = fd
-                size = length
-                openedSize = length
-                linesInFile = 0
-                return
-            } catch {
-                _ = close(fd)
-                throw error
-            }
-        }
-        throw StoreError(.io, "journal \(path): the file kept being replaced while it was opened")
-    }
-
-    private static func requireRegular(_ info: stat, _ path: String) throws(StoreError) {
-        let type = info.st_mode & S_IFMT
-        guard type == S_IFREG else {
-            throw StoreError(.io, "journal \(path): not a regular file (\(RegularFile.kindName(type)))")
-        }
-    }
-
-    /// The offset just past the file's last newline (0 if it has none): `length` when its last
-    /// line is whole. Reads backwards in chunks that double, from 64 KiB to 16 MiB, so a torn line
-    /// of any length costs a few reads.
-    private func lastLineEnd(_ fd: Int32, length: Int) throws(StoreError) -> Int {
-        var end = length
-        var chunk = 1 << 16
-        var buffer: [UInt8] = []
-        while end > 0 {
-            let count = min(chunk, end)
-            if buffer.count < count { buffer = [UInt8](repeating: 0, count: count) }
-            var done = 0
-            while done < count {
-                let read = buffer.withUnsafeMutableBytes {
-                    pread(fd, $0.baseAddress! + done, count - done, off_t(end - count + done))
-                }
-                if read < 0 && errno == EINTR { continue }
-                guard read > 0 else {
-                    throw StoreError(
-                        .io, "journal \(path): cannot read its last line: \(read < 0 ? String(cString: strerror(errno)) : "the file shrank")")
-                }
-                done += read
-            }
-            let newline = buffer.withUnsafeBufferPointer { bytes -> Int? in
-                var index = count - 1
-                let base = bytes.baseAddress!
-                while index >= 0 && base[index] != 0x0A { index -= 1 }
-                return index >= 0 ? index : nil
-            }
-            if let newline { return end - count + newline + 1 }
-            end -= count
-            chunk = min(chunk * 2, 1 << 24)
-        }
-        return 0
-    }
-
-    /// Syncs and closes the file (which releases its lock). A sync that fails (the disk could
-    /// not take lines the writes had handed to the system) is counted as a failed write.
-    private func closeFile() {
-        guard file >= 0 else { return }
-        if fsync(file) != 0 {
-            let reason = "fsync failed: \(String(cString: strerror(errno))): lines written since the last sync may not be on disk"
-            state.withLock { shared in
-                if shared.unwritten == nil {
-                    shared.unwritten = Loss(reason: reason, count: 0, first: shared.written, last: shared.written)
-                }
-            }
-        }
-        _ = close(file)
-        file = -1
-    }
-
-    /// `journal` → `journal.1` → … → `journal.<maximumFiles>` (the last one deleted). The file is
-    /// renamed while this journal still holds it (its lock), then the new one opened.
-    private func rotate() throws(StoreError) {
-        if options.maximumFiles == 0 {
-            _ = unlink(path)
-        } else {
-            // A rename that fails for another reason than a missing file stops the rotation
-            // before `path` is renamed over a rotated file that could not move.
-            if unlink("\(path).\(options.maximumFiles)") != 0 && errno != ENOENT {
-                throw StoreError.system("journal \(path): cannot delete \(path).\(options.maximumFiles) to rotate")
-            }
-            var index = options.maximumFiles - 1
-            while index >= 1 {
-                if rename("\(path).\(index)", "\(path).\(index + 1)") != 0 && errno != ENOENT {
-                    throw StoreError.system("journal \(path): cannot rotate \(path).\(index) to \(path).\(index + 1)")
-                }
-                index -= 1
-            }
-            guard rename(path, "\(path).1") == 0 else {
-                throw StoreError.system("journal \(path): cannot rotate it to \(path).1")
-            }
-        }
-        closeFile()
-        try open()
-    }
-
-    /// Writes `bytes` at `offset` (the file's end, or inside its last page), and moves the
-    /// file's size past them. A failure says how many of the bytes were written.
-    private func writeAt(_ offset: Int, _ bytes: UnsafeBufferPointer<UInt8>) throws(JournalWriteFailure) {
-        var done = 0
-        while done < bytes.count {
-            let written = pwrite(file, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw JournalWriteFailure(reason: "a write failed: \(String(cString: strerror(errno)))", written: done)
-            }
-            done += written
-        }
-        size = max(size, offset + bytes.count)
-    }
 }
 
 /// A write of the journal's that failed, and how many of its bytes it wrote first.

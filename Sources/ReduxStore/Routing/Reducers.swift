@@ -39,9 +39,9 @@
 /// action a ``JSONAction``, routed by its identifier. Other ``JSONAction``s are routed by their
 /// identifier (and reach ``on(_:_:)`` reducers of `JSONAction.self`, if any).
 ///
-/// A store made from `Reducers` works as any other: middleware, batches, ``Store/enqueueAction(_:file:line:)``,
-/// nested dispatch, observers, the change feed, the journal, history and replay
-/// (`Store(replaying:from:reducers:actions:through:)` takes a `Reducers` too) see no
+/// A store made from `Reducers` works as any other: middleware, batches,
+/// ``Store/enqueueAction(_:file:line:)``, nested dispatch, observers, the change feed, the journal, history
+/// and replay (`Store(replaying:from:reducers:actions:through:)` takes a `Reducers` too) see no
 /// difference. The reducers run under the store's lock, as every reducer does.
 public struct Reducers<State>: Sendable {
     /// The reducers, in the order they were added.

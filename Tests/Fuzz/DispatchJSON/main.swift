@@ -282,7 +282,7 @@ let boardReducer: Reducer<Board> = { state, action in
 
 func makeSwiftStore() -> (Store<Board>, OpaquePointer) {
     let store = Store(reducers: [boardReducer], state: Board())
-    var actions = CActionTypes()
+    var actions = ActionTypes()
     actions.register(AddItem.self, for: "item.add")
     actions.register(SetFlags.self, for: "flags.set")
     actions.register(Bump.self, for: "bump")

@@ -2,7 +2,7 @@
 /// ``wait()`` running, or the next one if none is; ``close()`` ends every wait from then on.
 /// How the readers of a store's action log wait for its next record: each leaves its ring as
 /// the log's wake-up (``Store/readActionLog(after:limit:wake:)``).
-package final class Doorbell: Sendable {
+package final class WakeUpSignal: Sendable {
     private struct State {
         var rung = false
         var closed = false
