@@ -9,8 +9,8 @@ extension Store {
     /// current round, before the outermost `dispatchAction` returns.
     ///
     /// A store with middleware first hands the action to its middleware (see
-    /// ``init(reducers:state:middleware:)-([Reducer<State>],_,_)``); only what the chain passes on is applied. A
-    /// dispatch from inside a middleware runs inside the outer one: at most
+    /// ``init(reducers:state:middleware:)-([Reducer<State>],_,_)``); only what the chain passes on is
+    /// applied. A dispatch from inside a middleware runs inside the outer one: at most
     /// ``StoreLimits/maximumMiddlewareDepth`` (64) of them on one thread, of any store. One more
     /// is a programming error, a middleware that dispatches without end, and traps with a
     /// message that says so (before the thread's stack would overflow); C's dispatch returns
@@ -113,53 +113,17 @@ extension Store {
     /// change from inside a reducer is recognised) and as inside a callback; the caller applies
     /// its change, each action making a version and recorded once in the change feed (the
     /// action log's record, which every consumer reads, then what ``recordLocked(at:in:)``
-    /// makes of it: patches, the history's snapshot, the listeners' calls), the version published, the notification round made (observers and
-    /// selections read under the lock); ``commit(_:_:)`` applies what the reducers dispatched
-    /// meanwhile — without middleware here, FIFO, each with its round; with middleware they must
-    /// pass the chain, which runs user code that may read the store, so they are handed to this
-    /// thread's pass of the store (``throughMiddleware(_:context:_:)``), which passes them once
+    /// makes of it: patches, the history's snapshot, the listeners' calls), the version published, the
+    /// notification round made (observers and selections read under the lock); ``commit(_:_:)`` applies what
+    /// the reducers dispatched meanwhile — without middleware here, FIFO, each with its round; with
+    /// middleware they must pass the chain, which runs user code that may read the store, so they are handed
+    /// to this thread's pass of the store (``throughMiddleware(_:context:_:)``), which passes them once
     /// the lock is released, before the dispatch that opened it returns — then releases the
     /// lock, runs the wait owed to a full journal and delivers the rounds.
     ///
-    /// Two functions and a value that cannot be copied rather than one function taking the
-    /// change as a closure or an enum: the closure was not inlined and the enum copied the action's
-    /// existential in and out, each a cost on every dispatch (Benchmarks/README.md has the
-    /// figures).
-    ///
-    /// ## Which call waits for which
-    ///
-    /// These are the store's waiting rules, the one place they are written (the contract in the
-    /// DocC catalog, the README and the C header point here):
-    /// 1. The store's lock is held only by this transaction and by short reads or replacements
-    ///    of what it guards (the observer list, the snapshot tape, the recorder, a save's
-    ///    encoding). Under it run the reducers and the change feed's listeners (user code that
-    ///    may read the store and dispatch, which queues, but must not wait for another thread
-    ///    that dispatches to this store) — never an observer. A thread holding it takes no other
-    ///    store's lock, except through a reducer or listener that dispatches to another store.
-    /// 2. A dispatch waits for a full journal (``JournalOptions/Overflow/block``): after it
-    ///    released the lock, until the journal's writer took its entry. The writer holds no
-    ///    store lock while it writes, so it always makes room.
-    /// 3. `removeObserver` waits for another thread's running call of that observer only when
-    ///    the calling thread is outside every reducer, observer and autosave error handler of
-    ///    every store (its thread context's callback depth is 0): such a thread is holding up no
-    ///    callback, so the call it waits for can finish. Inside a callback removal does not
-    ///    wait; the release handler (`onRelease`, C's release callback) tells when the
-    ///    observer's context may be freed. Removing a change listener waits for the lock, which
-    ///    a running call of it holds.
-    /// 4. `flush` waits for the store's queue to apply what was enqueued before it; from inside
-    ///    a callback running on the queue's own thread it applies the rest itself instead, and
-    ///    from inside a reducer it returns at once. The queue's thread never waits for a flush.
-    /// 5. An autosave's turn is held across one save: the store's lock and the state's
-    ///    `encode(to:)` are taken inside it; it is never taken by a thread inside this store's
-    ///    reducers. The queue's lock, the observer entries' locks and the journal's locks are
-    ///    leaves: held for a few instructions, never while calling user code or taking another
-    ///    lock.
-    ///
-    /// So no combination of the store's calls deadlocks: a waiting thread holds no store lock
-    /// and runs no callback that the thread it waits for could need. What remains is the
-    /// caller's: a callback that waits for another thread which is itself waiting for that
-    /// callback (two stores' queues flushing each other from their observers, say) is a cycle
-    /// no library can break.
+    /// The waiting rules this transaction keeps are the contract's: the DocC article
+    /// <doc:TheContract>, "Who waits for whom". A change to what runs under the lock, or to what
+    /// waits, changes them: see <doc:ChangingTheDispatchPath>.
     @inline(__always)
     private func beginTransaction(on me: UInt, context: UnsafeMutablePointer<ThreadContext>) -> Transaction {
         core.unsafe.lock()
@@ -284,9 +248,9 @@ extension Store {
         return notifies ? roundLocked(for: last, at: version, notifying: true) : nil
     }
 
-    /// Replaces the state through `replace` as one applied action (``applyReplacingState(with:restoredFrom:)``);
-    /// returns its `stateDidChange` round and puts its `stateDidRestore` round in the thread's
-    /// pending rounds (`context`'s). The caller holds the lock.
+    /// Replaces the state through `replace` as one applied action
+    /// (``applyReplacingState(with:restoredFrom:)``); returns its `stateDidChange` round and puts its
+    /// `stateDidRestore` round in the thread's pending rounds (`context`'s). The caller holds the lock.
     private func replaceLocked(
         _ replace: (UnsafeMutableRawPointer) -> Void, restoredFrom: UInt64,
         context: UnsafeMutablePointer<ThreadContext>

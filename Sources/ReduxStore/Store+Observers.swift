@@ -8,12 +8,12 @@ import Dispatch
 // a delivery's hold on the list counts its calls in and out. Removal takes the entry out of the
 // list under the lock and marks it removed (no call begins after that); when the remover is
 // outside every callback it then waits on a condition variable until the entry was released —
-// every delivery that held it has ended (see ``ObserverEntry``). An action dispatched from inside an observer is applied at once and its
-// round is queued in this thread's delivery frame for the store (``ThreadContext``), to be
-// delivered after the current round.
+// every delivery that held it has ended (see ``ObserverEntry``). An action dispatched from inside an observer
+// is applied at once and its round is queued in this thread's delivery frame for the store
+// (``ThreadContext``), to be delivered after the current round.
 //
-// Which call waits for which: the waiting rules, written once beside the apply transaction
-// (`beginTransaction` in Store+Dispatch.swift).
+// Which call waits for which: the waiting rules of the DocC article "The contract" ("Who waits
+// for whom").
 
 extension Store {
     /// Registers an observer, NotificationCenter-style, and returns its token.
