@@ -44,7 +44,7 @@ extension Replicator {
     }
 
     /// Throws why a dispatch may not be sent, checked before it is given a sequence number.
-    func checkSubmission(identifier: String, payload: String, source: String) throws(ReplicationError) {
+    private func checkSubmission(identifier: String, payload: String, source: String) throws(ReplicationError) {
         try checkOpen()
         if let refusal = forked() { throw refusal }
         guard writes else {
@@ -101,7 +101,7 @@ extension Replicator {
 
     /// Commits what is queued, one group per statement, until the queue is empty; with `caller`,
     /// only until that dispatch has its result (a task goes on with the rest).
-    func commitQueued(returningAfter caller: CallerResult? = nil) async {
+    private func commitQueued(returningAfter caller: CallerResult? = nil) async {
         while !queue.isEmpty, failure == nil, !closed {
             if let caller, caller.result != nil {
                 Task { await self.commitQueued() }
@@ -139,7 +139,7 @@ extension Replicator {
     }
 
     /// When retries that start now must end: ``ReplicationOptions/reconnectTimeout`` on.
-    func retryDeadline() -> ContinuousClock.Instant {
+    private func retryDeadline() -> ContinuousClock.Instant {
         ContinuousClock.now.advanced(by: .nanoseconds(Int64(options.reconnectTimeout * 1e9)))
     }
 
@@ -152,7 +152,7 @@ extension Replicator {
 
     /// Fails the dispatches of `group` not applied yet with `failure`'s error, each saying what
     /// became of it.
-    func settle(_ group: [PendingDispatch], _ failure: CommitFailure) {
+    private func settle(_ group: [PendingDispatch], _ failure: CommitFailure) {
         for (index, pending) in group.enumerated() {
             guard let pending = inFlight.removeValue(forKey: pending.seq) else { continue }
             var outcome = failure.outcome
@@ -189,7 +189,7 @@ extension Replicator {
 
     /// Appends `group`, trying again what may pass until `deadline`; returns the version of its
     /// last action, once committed.
-    func appendRetrying(
+    private func appendRetrying(
         _ group: [PendingDispatch], snapshotLast: Bool, until deadline: ContinuousClock.Instant
     ) async throws(CommitFailure) -> UInt64 {
         var attempt = 0
@@ -236,7 +236,7 @@ extension Replicator {
     /// append and off the dispatch's path, and coalesced — while one notification is on its way,
     /// the commits that follow are announced together by the next. A notification lost (no
     /// listening connection, a failure) costs a follower at most ``ReplicationOptions/pollInterval``.
-    func announce(_ version: UInt64) {
+    private func announce(_ version: UInt64) {
         guard options.notifies else { return }
         if announcing {
             unannounced = max(unannounced ?? 0, version)
@@ -246,7 +246,7 @@ extension Replicator {
         Task { await self.sendAnnouncements(from: version) }
     }
 
-    func sendAnnouncements(from first: UInt64) async {
+    private func sendAnnouncements(from first: UInt64) async {
         var version = first
         while true {
             if let connection = listening, !closed {
@@ -285,7 +285,7 @@ extension Replicator {
 
     /// Applies `group`, committed as the versions through `last`, after whatever the stream
     /// holds before it; its rows marked for snapshots as the procedure marked them.
-    func applyOwn(_ group: [PendingDispatch], last: UInt64, snapshotLast: Bool) async throws(ReplicationError) {
+    private func applyOwn(_ group: [PendingDispatch], last: UInt64, snapshotLast: Bool) async throws(ReplicationError) {
         learned(head: last)
         let first = last - UInt64(group.count) + 1
         if target.version < first - 1 {

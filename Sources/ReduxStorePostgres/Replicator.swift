@@ -78,8 +78,8 @@ package actor Replicator {
     let channel: String
     let writes: Bool
 
-    var writeConnection: PostgresConnection?
-    var readConnection: PostgresConnection?
+    private var writeConnection: PostgresConnection?
+    private var readConnection: PostgresConnection?
     var nextSeq: Int64 = 1
     /// Dispatches not yet sent.
     var queue: [PendingDispatch] = []
@@ -92,12 +92,12 @@ package actor Replicator {
     package private(set) var failure: ReplicationError?
     var closed = false
     /// The newest version known to be committed, and since when the oldest unapplied one is known.
-    var knownHead: UInt64
-    var behindSince: ContinuousClock.Instant?
+    private var knownHead: UInt64
+    private var behindSince: ContinuousClock.Instant?
     /// When this process last stored a snapshot (or opened the stream): whether one is due by time.
     var lastSnapshotTime: ContinuousClock.Instant = .now
-    var tasks: [Task<Void, Never>] = []
-    let wakeups: AsyncStream<Void>
+    private var tasks: [Task<Void, Never>] = []
+    private let wakeups: AsyncStream<Void>
     let wake: AsyncStream<Void>.Continuation
 
     package init(
@@ -132,7 +132,7 @@ package actor Replicator {
     }
 
     /// A random name for this process's rows: 128 bits, hex.
-    static func makeWriterName() -> String {
+    private static func makeWriterName() -> String {
         var generator = SystemRandomNumberGenerator()
         let words = (generator.next() as UInt64, generator.next() as UInt64)
         return String(words.0, radix: 16) + "-" + String(words.1, radix: 16)
@@ -174,7 +174,7 @@ package actor Replicator {
     }
 
     /// Applies what was committed since the last look; false once the replica is closed or failed.
-    func followOnce() async -> Bool {
+    private func followOnce() async -> Bool {
         guard !closed, failure == nil else { return false }
         // A commit of this process is on its way: it applies what came before it, and this
         // wake-up (most often its own notification) is looked at once it is done.
@@ -199,9 +199,9 @@ package actor Replicator {
 
     /// When the follower last logged an error it will retry, so that a long outage logs once
     /// every few seconds rather than at every poll.
-    var lastFollowingWarning: ContinuousClock.Instant?
+    private var lastFollowingWarning: ContinuousClock.Instant?
 
-    func noteFollowingError(_ error: ReplicationError) {
+    private func noteFollowingError(_ error: ReplicationError) {
         if let last = lastFollowingWarning, last.duration(to: .now) < .seconds(5) { return }
         lastFollowingWarning = .now
         logger.warning("ReduxStorePostgres: \(error.description); following again at the next poll")
@@ -209,7 +209,7 @@ package actor Replicator {
 
     /// Listens to the stream's channel on a connection of its own until it fails; false once
     /// the replica is closed or failed.
-    func listenOnce() async -> Bool {
+    private func listenOnce() async -> Bool {
         guard !closed, failure == nil else { return false }
         guard options.notifies else { return false }
         let connection: PostgresConnection
@@ -317,7 +317,7 @@ package actor Replicator {
     }
 
     /// Runs a ``StreamSchema/tail(_:after:through:limit:)`` query and decodes its rows.
-    static func tail(
+    private static func tail(
         of connection: PostgresConnection, _ query: PostgresQuery, logger: Logger
     ) async throws -> [StreamRow] {
         var rows: [StreamRow] = []
@@ -333,17 +333,17 @@ package actor Replicator {
         return rows
     }
 
-    func caughtUp() {
+    private func caughtUp() {
         guard !closed else { return }
         if target.version >= knownHead { behindSince = nil }
     }
 
     /// How many ``catchUp(through:)`` calls are running (one inside another's commit included).
-    var reading = 0
+    private var reading = 0
 
     /// Whether this replica has applied `version` already (or is closed): a notification of it
     /// needs no read.
-    func hasApplied(_ version: UInt64) -> Bool {
+    private func hasApplied(_ version: UInt64) -> Bool {
         closed || version <= target.version
     }
 
@@ -417,7 +417,7 @@ package actor Replicator {
         return made
     }
 
-    func current(_ role: Role) -> PostgresConnection? {
+    private func current(_ role: Role) -> PostgresConnection? {
         switch role {
         case .read: readConnection
         case .write: writeConnection

@@ -32,7 +32,7 @@ extension ActionLog {
 
     /// The oldest `n` records (the ring holds them), moved out of the ring: no claim needs them
     /// any more once read, so they are handed over rather than copied and then destroyed.
-    mutating func takeOldest(_ n: Int) -> [ChangeRecord] {
+    private mutating func takeOldest(_ n: Int) -> [ChangeRecord] {
         guard n > 0, let actions, let sources else { return [] }
         var result: [ChangeRecord] = []
         result.reserveCapacity(n)
@@ -92,7 +92,7 @@ extension ActionLog {
 
     /// Where `claim`, reading from its cursor, reads next: the versions after `after`; `missed`
     /// of them are no longer kept for it (older than its capacity, unless it holds, or the ring).
-    func readingPoint(of claim: Claim) -> (after: UInt64, missed: UInt64) {
+    private func readingPoint(of claim: Claim) -> (after: UInt64, missed: UInt64) {
         let oldest = newest &- UInt64(count) &+ 1
         var after = claim.holds ? claim.cursor : max(claim.cursor, newest > UInt64(claim.capacity) ? newest &- UInt64(claim.capacity) : 0)
         if after &+ 1 < oldest { after = oldest &- 1 }
@@ -172,14 +172,14 @@ extension ActionLog {
     /// when a quarter of it or less is in use: a ring that grows by doubling and shrinks only a
     /// quarter full moves each record a bounded number of times.
     @inline(never)
-    mutating func shrinkPastLimit() {
+    private mutating func shrinkPastLimit() {
         guard count <= capacity / 4 else { return }
         reallocate(to: max(limit, count &* 2))
     }
 
     /// The oldest version a claim still needs: every claim that reads from a cursor needs what
     /// it has not read (of the newest it keeps, unless it holds), the others the newest they keep.
-    func releaseFloor() -> UInt64 {
+    private func releaseFloor() -> UInt64 {
         var floor = newest &+ 1
         for index in claims.indices {
             let capacity = UInt64(claims[index].capacity)
@@ -259,7 +259,7 @@ extension ActionLog {
     /// zeros (never written since allocation, or zeroed when released; a slot overwritten is
     /// destroyed only to be written again at once). Every slot of a small ring; of a large one,
     /// those at the ring's two ends and the first free one (a check per dispatch stays cheap).
-    func checkSlots() {
+    private func checkSlots() {
         guard let actions else { return }
         func check(_ slot: Int) {
             let live = (slot - start + capacity) % capacity < count

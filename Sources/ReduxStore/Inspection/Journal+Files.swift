@@ -64,7 +64,7 @@ extension Journal {
         throw StoreError(.io, "journal \(path): the file kept being replaced while it was opened")
     }
 
-    static func requireRegular(_ info: stat, _ path: String) throws(StoreError) {
+    private static func requireRegular(_ info: stat, _ path: String) throws(StoreError) {
         let type = info.st_mode & S_IFMT
         guard type == S_IFREG else {
             throw StoreError(.io, "journal \(path): not a regular file (\(RegularFile.kindName(type)))")
@@ -74,7 +74,7 @@ extension Journal {
     /// The offset just past the file's last newline (0 if it has none): `length` when its last
     /// line is whole. Reads backwards in chunks that double, from 64 KiB to 16 MiB, so a torn line
     /// of any length costs a few reads.
-    func lastLineEnd(_ fd: Int32, length: Int) throws(StoreError) -> Int {
+    private func lastLineEnd(_ fd: Int32, length: Int) throws(StoreError) -> Int {
         var end = length
         var chunk = 1 << 16
         var buffer: [UInt8] = []
