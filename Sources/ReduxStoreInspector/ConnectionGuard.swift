@@ -189,16 +189,17 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Closes a page's connection as a lingering close does: the frame written last (the close
     /// frame) is followed by the end of sending, and what the page still sends (the rest of a
     /// message over the limit) is read and dropped until it closes or ``ConnectionBounds/linger``
-    /// ends, so that no reset overtakes the close frame. Any other close goes through.
+    /// ends, so that no reset overtakes the close frame. A close asked for while a connection
+    /// lingers (after a refusal, or a page's close frame) waits for the linger's end; any other
+    /// close goes through.
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        switch phase {
-        case .webSocket where mode == .all && context.channel.isActive:
+        if mode == .all, lingerDeadline != nil {
+            context.channel.closeFuture.cascade(to: promise)
+        } else if mode == .all, phase == .webSocket, context.channel.isActive {
             phase = .closingWebSocket
             context.channel.closeFuture.cascade(to: promise)
             endSending(context)
-        case .closingWebSocket where mode == .all, .failedWebSocket where mode == .all:
-            context.channel.closeFuture.cascade(to: promise)
-        default:
+        } else {
             context.close(mode: mode, promise: promise)
         }
     }
