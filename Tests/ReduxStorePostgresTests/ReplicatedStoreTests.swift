@@ -285,8 +285,12 @@ struct ReplicatedStoreTests {
 
         let nowhere = try PostgresStream(
             connection: "postgres://someone:hidden-Word-7@127.0.0.1:1/db", stream: "missing")
+        // A refused connection is retried until the bound: 3 s rather than the default's 30.
+        var briefly = ReplicationOptions()
+        briefly.reconnectTimeout = 3
         do {
-            _ = try await ReplicatedStore.follow(nowhere, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+            _ = try await ReplicatedStore.follow(
+                nowhere, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: briefly)
             Issue.record("a missing server was reached")
         } catch let error as ReplicationError {
             #expect(error.kind == .connection)
