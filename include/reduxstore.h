@@ -128,12 +128,8 @@ typedef void (*rdx_reduce_fn)(json_object *state, const char *identifier,
  * bytes compared; copied by the store, so it need not outlive the call that creates the store).
  * NULL: for every action. For each action the store calls the reducers that apply, in the order
  * they are listed, finding them by one lookup of the action's identifier, however many reducers
- * there are. The identifiers reducers name are kept for the life of the process (they count
- * against RDX_MAX_LOGGED_IDENTIFIERS), and the store remembers the ones dispatched last: a later
- * NULL-payload dispatch with the same bytes (compared byte for byte, wherever the caller's copy
- * lives) is routed without another check or lookup, and its reducers get the kept copy as
- * `identifier`. An identifier longer than RDX_MAX_IDENTIFIER_LENGTH is RDX_ELIMIT, one that is
- * not UTF-8 RDX_EDECODE, and the store is not created.
+ * there are. An identifier longer than RDX_MAX_IDENTIFIER_LENGTH is RDX_ELIMIT, one that is not
+ * UTF-8 RDX_EDECODE, and the store is not created.
  *
  *     rdx_reducer reducers[] = {
  *         {count_added, NULL, "todo/add"},
@@ -673,10 +669,9 @@ RDX_API rdx_status rdx_store_remove_change_listener(rdx_store *store, uint64_t t
  * each action costs the dispatch a copy of what it holds into a ring, under the lock the dispatch
  * holds anyway, and no call. A NULL-payload action's identifier is kept once per distinct
  * identifier (at most RDX_MAX_LOGGED_IDENTIFIERS in a process; past that, and for an action with
- * a payload, the identifier and payload are copied for the log). The store remembers the
- * identifiers it kept last: a later NULL-payload dispatch whose identifier has the same bytes as
- * one of them (compared byte for byte, wherever the caller's copy lives) needs no other check and
- * no copy, which makes such a dispatch as cheap with a log (or a journal) as without one.
+ * a payload, the identifier and payload are copied for the log). A NULL-payload dispatch of an
+ * identifier the store keeps (rdx_store_dispatch_action) carries the kept copy, which the log
+ * copies as it is: such a dispatch is about as cheap with a log (or a journal) as without one.
  *
  * rdx_store_open_action_log() opens a reader's claim: the log keeps the last `capacity` changes
  * (the most any open claim asks for) until every claim is closed. A change's time is the

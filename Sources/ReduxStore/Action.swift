@@ -35,8 +35,8 @@ extension Action {
 /// other threads that use the same store.
 public typealias Reducer<State> = @Sendable (_ state: inout State, _ action: any Action) -> Void
 
-/// An action whose payload is untyped JSON: what C programs send, and what Swift code can use when
-/// an action has no type of its own.
+/// An action whose payload is untyped JSON: what a program sends that knows the action only as
+/// JSON, and what Swift code can use when an action has no type of its own.
 ///
 /// Three machine words (the identifier and a reference to the payload), so dispatching one
 /// without a payload allocates nothing.

@@ -1,7 +1,7 @@
 /// Reads an `any Action` existential container as bytes: the identity of the type it holds —
-/// what the action log does to copy trivial actions without their value witnesses, and the C
-/// face to recognize its own actions (then read from the inline buffer) without the runtime's
-/// dynamic cast.
+/// what the action log does to copy trivial actions without their value witnesses, and the
+/// routed reducers to find an action's reducers by its type without the runtime's dynamic-type
+/// lookup.
 ///
 /// The layout read here — three words of inline buffer, then the held type's metadata, a value
 /// of at most three words stored at the buffer's start — is the Swift runtime's existential
@@ -11,7 +11,7 @@
 /// to a generic parameter as it is, an existential is opened, and the bytes would be the held
 /// value's.
 @usableFromInline
-package enum ActionContainer {
+enum ActionContainer {
     /// The byte offset of the held type's metadata in the container.
     /// It is also the size of the inline buffer, where a value of at most that size is stored.
     @usableFromInline
@@ -24,7 +24,7 @@ package enum ActionContainer {
         let probe = LayoutProbe.make()
         return withUnsafeBytes(of: probe as any Action) { bytes in
             precondition(
-                bytes.count == typeOffset + MemoryLayout<TypeWords>.size
+                bytes.count == typeOffset + 2 * MemoryLayout<UInt>.size
                     && bytes.load(fromByteOffset: typeOffset, as: UInt.self) == identity(of: LayoutProbe.self)
                     && bytes.load(as: UInt.self) == 0x5EED_0001
                     && bytes.load(fromByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self) == 0x5EED_0003,
@@ -38,12 +38,6 @@ package enum ActionContainer {
     @inlinable @inline(__always)
     static func fitsInline<A: Action>(_ type: A.Type) -> Bool {
         MemoryLayout<A>.size <= typeOffset && MemoryLayout<A>.alignment <= MemoryLayout<Int>.alignment
-    }
-
-    /// Checks that a value of `type` is stored in a container's inline buffer, at its start.
-    static func checkInline<A: Action>(_ type: A.Type) {
-        checkLayout()
-        precondition(fitsInline(A.self), "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
     }
 
     /// The identity of `type`: what ``typeIdentity(at:)`` returns for an action of that type.
@@ -64,41 +58,6 @@ package enum ActionContainer {
     @usableFromInline @inline(__always)
     static func typeIdentity(at container: UnsafeRawPointer) -> UInt {
         container.load(fromByteOffset: typeOffset, as: UInt.self)
-    }
-
-    /// The words after the inline buffer: the held type's metadata and its conformance.
-    struct TypeWords {
-        let metadata: UInt
-        let conformance: UInt
-    }
-
-    /// The words after the inline buffer of a container holding `action`.
-    static func typeWords(of action: any Action) -> TypeWords {
-        withUnsafeBytes(of: action as any Action) { $0.load(fromByteOffset: typeOffset, as: TypeWords.self) }
-    }
-
-    /// Completes a container whose inline buffer starts with a value of the type `type` names,
-    /// a value of trivial type (``checkInline(_:)``) whose bytes are written: the rest of the
-    /// buffer zeroed, the type words written.
-    static func complete(_ container: UnsafeMutableRawPointer, as type: TypeWords) {
-        // Words of the buffer past a one-word value; a longer value wrote over them already.
-        container.storeBytes(of: 0, toByteOffset: MemoryLayout<UInt>.size, as: UInt.self)
-        container.storeBytes(of: 0, toByteOffset: 2 * MemoryLayout<UInt>.size, as: UInt.self)
-        container.storeBytes(of: type, toByteOffset: typeOffset, as: TypeWords.self)
-    }
-
-    /// Calls `body` with the address of the value `action` holds, in place, when it is an `A`:
-    /// no copy, no retain, no dynamic cast (the type named in the container is compared); `nil`
-    /// for an action of any other type. `A` fits the inline buffer (checked when compiling,
-    /// it costs nothing unless it fails). The address is valid for the call.
-    @inlinable @inline(__always)
-    package static func withValue<A: Action, R>(
-        of action: borrowing any Action, as type: A.Type, _ body: (UnsafeRawPointer) -> R
-    ) -> R? {
-        precondition(fitsInline(A.self), "ReduxStore: a \(A.self) does not fit an `any Action`'s inline buffer")
-        return withUnsafeBytes(of: action as any Action) { bytes in
-            typeIdentity(at: bytes.baseAddress!) == identity(of: A.self) ? body(bytes.baseAddress!) : nil
-        }
     }
 }
 

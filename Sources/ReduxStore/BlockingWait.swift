@@ -1,6 +1,6 @@
 /// Runs `body` on the Swift concurrency pool and blocks the calling thread until it finished:
-/// for callers with no async context of their own, such as a C program's thread or a command
-/// line's `run`. Never call it from a task on the pool: it would hold one of the pool's threads
+/// for callers with no async context of their own, such as a thread another language started
+/// or a command line's `run`. Never call it from a task on the pool: it would hold one of the pool's threads
 /// while waiting for another.
 package func blockingWait<T: Sendable, Failure: Error>(
     _ body: @escaping @Sendable () async throws(Failure) -> T

@@ -5,8 +5,8 @@ import Glibc
 import Musl
 #endif
 
-/// The rules for JSON input that crosses into a store, shared by the Swift API and the C face so
-/// that every limit holds the same way in both.
+/// The rules for JSON input that crosses into a store, shared by every face of the store, so
+/// that every limit holds the same way in each.
 package enum JSONInput {
     /// An action identifier of `length` bytes: at most ``StoreLimits/maximumIdentifierLength``
     /// bytes (``StoreError/Kind/limit``), no NUL, valid UTF-8 (``StoreError/Kind/decode``).
@@ -21,7 +21,7 @@ package enum JSONInput {
         try utf8(pointer, length: length, what: "identifier")
     }
 
-    /// Fails with `RDX_EDECODE` if the bytes are not valid UTF-8. ASCII is checked byte by byte;
+    /// Fails with ``StoreError/Kind/decode`` if the bytes are not valid UTF-8. ASCII is checked byte by byte;
     /// only text with other bytes is decoded.
     static func utf8(_ pointer: UnsafePointer<CChar>, length: Int, what: String) throws(StoreError) {
         let bytes = UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self)
@@ -233,7 +233,7 @@ package enum JSONInput {
 
 extension JSONAction {
     /// Parses action text, `{"identifier": "...", "payload": ...}`, by the same rules and limits
-    /// as the C face's `rdx_store_dispatch_json`: only those two keys, a string identifier of at
+    /// as every face's dispatch of action text: only those two keys, a string identifier of at
     /// most ``StoreLimits/maximumIdentifierLength`` bytes, text of at most
     /// ``StoreLimits/maximumJSONTextSize`` bytes nesting at most
     /// ``StoreLimits/maximumNestingDepth`` containers, no NaN or Infinity, no `\u` escape of

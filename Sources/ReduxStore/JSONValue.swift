@@ -11,7 +11,7 @@ import Glibc
 /// values are equal only when their strings have the same code points. `.string("\u{E9}")` (é)
 /// and `.string("e\u{301}")` (e and a combining acute accent) differ, although Swift's `String`
 /// calls them equal; an object holds both keys side by side (see ``JSONKey``). Diffs, patches,
-/// the journal and the C face compare them the same way. Numbers compare as `Double` and the
+/// the journal and json-c trees compare them the same way. Numbers compare as `Double` and the
 /// integer types do: `.double(.nan)` equals nothing, `.int(1)` and `.double(1.0)` differ.
 ///
 /// The coders of this library (``JSONCEncoder``, ``JSONCDecoder``, snapshots) keep such keys

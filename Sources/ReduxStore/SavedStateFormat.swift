@@ -32,8 +32,8 @@ enum SavedStateFormat {
     /// - a version past ``versions``: ``StoreError/Kind/limit``;
     /// - a state nested deeper than ``StoreLimits/maximumNestingDepth``: ``StoreError/Kind/limit``;
     ///   a NaN or infinity in it: ``StoreError/Kind/decode`` (both with the coding path);
-    /// - text that would not parse back (a string that is not valid UTF-8, which a C reducer can
-    ///   put in a tree): ``StoreError/Kind/decode``;
+    /// - text that would not parse back (a string that is not valid UTF-8, which a tree's reducer
+    ///   can put in it): ``StoreError/Kind/decode``;
     /// - text longer than ``StoreLimits/maximumJSONTextSize`` bytes: ``StoreError/Kind/limit``.
     ///
     /// Costs one walk of the tree, one print by json-c (into json-c's own buffer, not copied)
@@ -54,7 +54,7 @@ enum SavedStateFormat {
             throw StoreError(
                 .limit, "version \(version) cannot be saved: a saved version is \(versionsInWords)")
         }
-        // The rules a C store's state read from a file must keep: the same function checks them.
+        // The rules a tree read from a file must keep: the same function checks them.
         try JSONInput.tree(state, "state")
         var length = 0
         let flags = JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE

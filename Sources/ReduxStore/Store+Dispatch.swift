@@ -13,8 +13,7 @@ extension Store {
     /// applied. A dispatch from inside a middleware runs inside the outer one: at most
     /// ``StoreLimits/maximumMiddlewareDepth`` (64) of them on one thread, of any store. One more
     /// is a programming error, a middleware that dispatches without end, and traps with a
-    /// message that says so (before the thread's stack would overflow); C's dispatch returns
-    /// `RDX_ELIMIT` instead.
+    /// message that says so (before the thread's stack would overflow).
     ///
     /// Cost: one lock, the reducers, and one call per synchronous observer. No copy of the state;
     /// no heap allocation for a value-type action of up to three words when no observer has a
@@ -32,8 +31,8 @@ extension Store {
         dispatch(erased: action, notifies: action.notifiesObservers, source: DispatchSite(file, line))
     }
 
-    /// ``dispatchAction(_:file:line:)`` with its source as the dispatch path carries it (the C
-    /// face's, from a C caller's `__FILE__` and `__LINE__`).
+    /// ``dispatchAction(_:file:line:)`` with its source as the dispatch path carries it (one a
+    /// caller may lend for the call, ``DispatchSite/init(borrowingFile:line:)``).
     @inlinable
     package func dispatchAction(_ action: some Action, source: DispatchSite) {
         dispatch(erased: action, notifies: action.notifiesObservers, source: source)
@@ -462,10 +461,10 @@ extension Store {
     }
 
     /// Refuses a dispatch that would go past ``StoreLimits/maximumMiddlewareDepth`` on this thread,
-    /// as ``StoreError/Kind/limit``, for callers that report errors (the C face) instead of the
+    /// as ``StoreError/Kind/limit``, for callers that report errors instead of the
     /// trap of ``dispatchAction(_:file:line:)``. Nothing to refuse in a store without middleware,
     /// or from inside its reducers (the action is queued there, not dispatched through the chain).
-    /// Inlined into the C face, so that a store without middleware pays one test.
+    /// Inlined into its callers, so that a store without middleware pays one test.
     @inlinable
     package func checkMiddlewareDepth() throws(StoreError) {
         if hasMiddleware { try checkMiddlewareDepthOfChain() }
@@ -515,7 +514,7 @@ struct Transaction: ~Copyable {
 /// middleware), with where it was dispatched from.
 struct QueuedAction: Sendable {
     let action: any Action
-    /// Kept (``DispatchSite/kept()``): the action may be applied after a C caller's call returned.
+    /// Kept (``DispatchSite/kept()``): the action may be applied after its caller's call returned.
     let source: DispatchSite
 
     init(_ action: any Action, _ source: DispatchSite) {

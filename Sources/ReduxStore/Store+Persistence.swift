@@ -24,7 +24,7 @@ extension Store {
     ///     ``StoreLimits/maximumNestingDepth``, or the version is 2^63 - 1 or more;
     ///   - ``StoreError/Kind/encode``: the state's `encode(to:)` throws, or it encodes a NaN or
     ///     an infinity;
-    ///   - ``StoreError/Kind/decode``: a json-c tree state (a C store's) holds a NaN, an
+    ///   - ``StoreError/Kind/decode``: a json-c tree state holds a NaN, an
     ///     infinity or a string that is not valid UTF-8.
     public func save(to path: String) throws(StoreError) {
         _ = try save(to: path, unlessVersion: nil)

@@ -108,8 +108,6 @@ extension Store {
     /// Runs `body` with the state and its version while no action can change them (inside a
     /// reducer: as the reducers left it so far). `body` must not keep the state or dispatch.
     ///
-    /// The C face reads through it: a json-c snapshot, a saved file.
-    ///
     /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer of a struct state (see
     ///   ``currentState()``), or what `body` throws.
     package func withLockedState<T>(

@@ -37,7 +37,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// The middleware every action passes before the reducers; `nil` for none, so a store
     /// without middleware pays one test of a field per dispatch.
     let middleware: MiddlewareChain?
-    /// `middleware != nil`, for code inlined into other modules (the C face's checks).
+    /// `middleware != nil`, for code inlined into other modules (``checkMiddlewareDepth()``).
     @usableFromInline let hasMiddleware: Bool
     /// The state; guarded by `core`'s lock. Kept behind a pointer the store owns: a reducer
     /// mutates it in place through `inout`, with no run-time exclusivity check.
@@ -64,9 +64,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
     let readableInsideReducer: Bool
     /// Actions given to ``enqueueAction(_:file:line:)`` and not yet applied.
     let enqueued: EnqueuedActions
-    /// For stores whose actions may borrow what they hold (the C face's): makes the copy the
-    /// journal and the action log keep past the dispatch. `nil` for Swift stores, whose actions
-    /// are values.
+    /// For stores whose actions may borrow what they hold: makes the copy the journal and the
+    /// action log keep past the dispatch. `nil` for stores of Swift values.
     let keeper: ActionKeeper?
     /// Why this store's state may change only through its owner (a replica of a stream, whose
     /// versions the stream decides): ``restore(version:)`` then throws this. `nil` for most
@@ -101,7 +100,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     }
 
     /// Creates a store that takes `state` as it is (no copy) and starts at `version`: for callers
-    /// that made the state themselves (a restored file, a C program's deep-copied tree).
+    /// that made the state themselves (a restored file, a tree deep-copied from its owner).
     package convenience init(
         reducers: [Reducer<State>], adopting state: State, version: UInt64, middleware: [Middleware<State>] = [],
         refusingLocalChanges refusal: String? = nil
@@ -116,18 +115,18 @@ public final class Store<State: Codable>: @unchecked Sendable {
     }
 
     /// Creates a store from one function that applies an action to the state's address, whatever
-    /// it runs: the reducers of an array, the routed reducers' lookup, or a C store's reducers,
-    /// which work on the json-c tree itself rather than the Swift state. Not read from an array,
+    /// it runs: the reducers of an array, the routed reducers' lookup, or reducers that work on a
+    /// json-c tree itself rather than the Swift state. Not read from an array,
     /// so it is called with no reabstraction thunk.
     ///
     /// - Parameters:
     ///   - readableInsideReducer: whether the reducers leave `state` free for reads while they
-    ///     run (true when they never form an `inout` access to it, as the C face's reducers; by
+    ///     run (true when they never form an `inout` access to it, as a tree's reducers; by
     ///     default true for a class state only).
     ///   - middleware: called in this order for every action.
-    ///   - keeper: makes a borrowed action owned where it is kept past its dispatch (the C face's).
+    ///   - keeper: makes a borrowed action owned where it is kept past its dispatch.
     ///   - refusal: why the state may change only through the store's owner (a replica's stream,
-    ///     a C store forwarding to another library): ``restore(version:)`` throws it.
+    ///     a store forwarding to another library): ``restore(version:)`` throws it.
     package init(
         erasedReducer reduce: @escaping (UnsafeMutableRawPointer, any Action) -> Void, adopting state: State, version: UInt64,
         readableInsideReducer: Bool = State.self is AnyObject.Type,
@@ -191,8 +190,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// O(1), lock-free. Inside a reducer it is still the version of the last completed action.
     public var version: UInt64 { publishedVersion.load(ordering: .acquiring) }
 
-    /// Whether the calling thread is running one of this store's reducers right now. Inlined
-    /// into the C face, whose dispatch asks it first.
+    /// Whether the calling thread is running one of this store's reducers right now: a caller
+    /// that lends what its action holds copies it first then (the action is queued).
     @inlinable @inline(__always)
     package var isInsideReducer: Bool {
         applyingThread.load(ordering: .relaxed) == currentThreadID()
@@ -224,14 +223,14 @@ struct StoreCore {
     /// dispatch tests one field.
     var recorder: Recorder?
     /// The one record of each applied action, while a consumer holds a claim on it (the journal,
-    /// `changes()` sequences, the live inspectors, the C face's listeners, the observers of
+    /// `changes()` sequences, the live inspectors, the change listeners, the observers of
     /// patches); off for most stores, so a dispatch tests one field.
     var actionLog = ActionLog()
     /// The running journal (``Store/startJournal(at:options:)``), which reads the action log
     /// through its claim.
     var journal: Journal?
     /// Whether the apply transaction is handing its action, counted already, to the change
-    /// feed's consumers (the C face's listeners run then), rather than running reducers.
+    /// feed's consumers (the change listeners run then), rather than running reducers.
     var recording = false
 
     /// Drops the change feed's recorder when nothing is wanted of it any more: no history, no

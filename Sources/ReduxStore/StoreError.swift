@@ -1,7 +1,7 @@
 /// The one error type of ReduxStore.
 ///
-/// Inside the package, failures travel as values of this type; the Swift API throws it, and the
-/// C face maps ``Kind`` to a status code. ``message`` always says what went wrong and, for coding
+/// Inside the package, failures travel as values of this type; the Swift API throws it, and
+/// other faces map ``Kind`` to their own codes. ``message`` always says what went wrong and, for coding
 /// failures, where: `payload.items[3].title: expected String, found number`.
 public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What class of failure this is. Each kind has one C status code.
@@ -13,7 +13,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         /// A value did not decode into the expected type.
         case decode
         /// A value did not encode: its `encode(to:)` threw, or it holds what JSON cannot (a
-        /// NaN or an infinity, a string that is not UTF-8). C reports it as `RDX_EDECODE`.
+        /// NaN or an infinity, a string that is not UTF-8).
         case encode
         /// Input went past a documented limit (nesting depth, size, identifier length).
         case limit

@@ -1,5 +1,5 @@
 /// The documented limits on input that crosses into a store. Past any of them, input is refused
-/// with ``StoreError/Kind/limit`` (`RDX_ELIMIT` in C) and nothing changes.
+/// with ``StoreError/Kind/limit`` and nothing changes.
 public enum StoreLimits {
     /// The deepest nesting of arrays and objects a JSON value may have (the top level is depth 1).
     public static let maximumNestingDepth = 256
@@ -10,8 +10,8 @@ public enum StoreLimits {
     /// The most dispatches that may run inside one another's middleware on one thread, counting
     /// every store: a middleware that dispatches (to its own store or another) opens one more
     /// level until its dispatch returns. A middleware that dispatches without end would otherwise
-    /// overflow the thread's stack; past this depth the dispatch is refused (C: `RDX_ELIMIT`;
-    /// Swift: a trap, see ``Store/dispatchAction(_:file:line:)``). Each level takes a few KiB
+    /// overflow the thread's stack; past this depth the dispatch is refused (a trap, see
+    /// ``Store/dispatchAction(_:file:line:)``). Each level takes a few KiB
     /// of stack, more in a debug build than in a release build, so 64 levels stay far inside a
     /// thread's usual 8 MiB (libdispatch's queue threads have as much on Linux), and deep enough
     /// for any chain a program means to make. Actions a reducer dispatches do not nest: they pass

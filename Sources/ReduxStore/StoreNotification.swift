@@ -86,7 +86,7 @@ extension StoreNotification.Name {
 /// Identifies one observer registration. Pass it to ``Store/removeObserver(_:)``; dropping it does
 /// not remove the observer. Tokens are unique across all stores of a process and never reused.
 public struct ObserverToken: Hashable, Sendable, CustomStringConvertible {
-    /// The token's number (the C face hands it out as a `uint64_t`); never 0.
+    /// The token's number, unique among all stores' tokens; never 0.
     public let rawValue: UInt64
     init(rawValue: UInt64) { self.rawValue = rawValue }
     public var description: String { "ObserverToken(\(rawValue))" }

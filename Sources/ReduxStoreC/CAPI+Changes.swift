@@ -95,8 +95,8 @@ struct CChangeCall: @unchecked Sendable {
 
     /// Calls the listener with `record`, its trees and strings borrowed for the call.
     func callAsFunction(_ record: ChangeRecord, includingPatch: Bool) {
-        if let parts = CAction.parts(of: record.action) {
-            // A C action: its own identifier and payload, read without a cast or a copy.
+        if let parts = record.action.cParts {
+            // A C action: its own identifier and payload.
             call(record, identifier: parts.identifier, payload: parts.payload, includingPatch: includingPatch)
             return
         }

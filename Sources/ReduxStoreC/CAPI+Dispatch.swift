@@ -70,7 +70,7 @@ private func withSource(
     guard line >= 0 else {
         return StoreError(.invalidArgument, "line is \(line): a line number is 0 or more").record()
     }
-    return body(DispatchSite(borrowingCFile: file, line: UInt(line)))
+    return body(DispatchSite(borrowingFile: file, line: UInt(line)))
 }
 
 @c @implementation
@@ -132,7 +132,8 @@ func dispatchFromC(
             if !enqueue, payload == nil, let identifier, try handle.dispatchKept(identifier, source: source) { return }
             let identifier = try CInput.identifier(identifier)
             try CInput.tree(payload, "payload")
-            try handle.dispatch(identifier: identifier, payload: payload, enqueue: enqueue, source: source, offering: true)
+            try handle.dispatch(
+                identifier: identifier, payload: payload, enqueue: enqueue, source: source, offering: true)
         }
     }
 }

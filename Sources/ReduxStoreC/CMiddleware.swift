@@ -93,7 +93,7 @@ extension Action {
     /// Runs `body` with this action's identifier and payload as C sees them: a C action's own
     /// pointers; a Swift action's identifier, with a `JSONAction`'s payload encoded to a tree.
     func withCParts<T>(_ body: (UnsafePointer<CChar>, OpaquePointer?) -> T) -> T {
-        if let parts = CAction.parts(of: self) { return body(parts.identifier, parts.payload) }
+        if let parts = cParts { return body(parts.identifier, parts.payload) }
         let payload = (self as? JSONAction)?.payload.flatMap { try? JSONCEncoder().encode($0) }
         defer { json_object_put(payload) }
         return identifier.withCString { body($0, payload) }

@@ -40,17 +40,10 @@ enum CReducerList {
 /// action's identifier once and compares it with the one identifier in its slot, whatever the
 /// number of reducers; a store whose reducers name no identifier skips even that.
 ///
-/// The identifiers the reducers name are kept for the life of the process (``KeptNames``), and
-/// the table finds each also by its kept copy's address: a ``KeptCAction`` is routed without
-/// reading its bytes. When an action of C's routes to a named identifier, the kept copy is
-/// published for the caller's address (``KeptIdentifiers``), so the store's next dispatch of the
-/// same bytes without a payload is applied as a ``KeptCAction``: checked and routed once, not at
-/// each dispatch.
-///
 /// Buffers this object owns, not arrays, so walking them costs no retain and release.
 final class CReducers: @unchecked Sendable {
     // @unchecked: the tables are immutable after init; C promised its reducers may be called
-    // from any thread, one at a time; `published` is atomic.
+    // from any thread, one at a time.
     /// The state tree's root, owned by the store's ``JSONCTree``.
     let root: OpaquePointer?
     /// The reducers for an identifier no reducer names (all of them when none names one).
@@ -58,15 +51,8 @@ final class CReducers: @unchecked Sendable {
     /// Open addressing by the identifier's bytes, a power of two of slots, at most half full;
     /// empty when no reducer names an identifier.
     private let slots: UnsafeMutableBufferPointer<Slot>
-    /// Open addressing by the address of a named identifier's kept copy, as many slots as
-    /// `slots`: an empty slot's `name` is NULL. Holds the identifiers that could be kept.
-    private let byKeptCopy: UnsafeMutableBufferPointer<Slot>
-    /// The copies of the identifiers this object made and frees: those the kept names had no
-    /// room for.
-    private let ownCopies: [UnsafeMutablePointer<CChar>]
-    /// Where a named identifier's kept copy is published for the store's dispatches; the
-    /// store's core keeps it alive.
-    private let published: Unmanaged<KeptIdentifiers>
+    /// The copies of the identifiers the reducers name, which this object frees.
+    private let names: [UnsafeMutablePointer<CChar>]
 
     private struct Slot {
         var hash: UInt64 = 0
@@ -74,19 +60,15 @@ final class CReducers: @unchecked Sendable {
         var name: UnsafePointer<CChar>?
         var length = 0
         var reducers = UnsafeMutableBufferPointer<rdx_reducer>(start: nil, count: 0)
-        /// Whether `name` is a kept copy (``KeptNames/identifiers``).
-        var kept = false
     }
 
     /// The reducers, their identifiers copied; the failure is memory running out.
-    /// `published`: where named identifiers are published for `root`'s store.
-    init(_ reducers: [rdx_reducer], root: OpaquePointer?, publishingIn published: KeptIdentifiers) throws(StoreError) {
-        // The distinct identifiers, in the order they first appear, kept (or copied, past the
-        // kept names' limit) before anything else is allocated (nothing to undo if a copy fails);
-        // each reducer's index among them (nil: every action). Found by their bytes in a
-        // dictionary: a store of thousands of named reducers is made in linear time.
-        var names: [(name: UnsafePointer<CChar>, kept: Bool)] = []
-        var ownCopies: [UnsafeMutablePointer<CChar>] = []
+    init(_ reducers: [rdx_reducer], root: OpaquePointer?) throws(StoreError) {
+        // The distinct identifiers, in the order they first appear, copied before anything else
+        // is allocated (nothing to undo if a copy fails); each reducer's index among them (nil:
+        // every action). Found by their bytes in a dictionary: a store of thousands of named
+        // reducers is made in linear time.
+        var names: [UnsafeMutablePointer<CChar>] = []
         var nameIndex: [[UInt8]: Int] = [:]
         var reducerNames: [Int?] = []
         reducerNames.reserveCapacity(reducers.count)
@@ -100,22 +82,16 @@ final class CReducers: @unchecked Sendable {
                 reducerNames.append(index)
                 continue
             }
-            nameIndex[bytes] = names.count
-            reducerNames.append(names.count)
-            if let kept = KeptNames.identifiers.intern(cString: identifier) {
-                names.append((kept, true))
-                continue
-            }
             guard let copy = strdup(identifier) else {
-                ownCopies.forEach { free($0) }
+                names.forEach { free($0) }
                 throw StoreError(.outOfMemory, "out of memory copying the reducers' identifiers")
             }
-            ownCopies.append(copy)
-            names.append((UnsafePointer(copy), false))
+            nameIndex[bytes] = names.count
+            reducerNames.append(names.count)
+            names.append(copy)
         }
-        self.ownCopies = ownCopies
+        self.names = names
         self.root = root
-        self.published = .passUnretained(published)
         let every = reducers.filter { $0.identifier == nil }
         unnamed = .allocate(capacity: every.count)
         _ = unnamed.initialize(from: every)
@@ -126,40 +102,32 @@ final class CReducers: @unchecked Sendable {
         }
         slots = .allocate(capacity: size)
         slots.initialize(repeating: Slot())
-        byKeptCopy = .allocate(capacity: size)
-        byKeptCopy.initialize(repeating: Slot())
         // The reducers that apply to each identifier, in the order given: those that name it
-        // (with its kept copy as their identifier) and those for every action.
+        // (with its copy as their identifier) and those for every action.
         var applying = [[rdx_reducer]](repeating: [], count: names.count)
         for (reducer, index) in zip(reducers, reducerNames) {
             if let index {
                 applying[index].append(
-                    rdx_reducer(reduce: reducer.reduce, context: reducer.context, identifier: names[index].name))
+                    rdx_reducer(reduce: reducer.reduce, context: reducer.context, identifier: names[index]))
             } else {
                 for index in applying.indices { applying[index].append(reducer) }
             }
         }
-        for ((name, kept), applying) in zip(names, applying) {
+        for (name, applying) in zip(names, applying) {
             let buffer = UnsafeMutableBufferPointer<rdx_reducer>.allocate(capacity: applying.count)
             _ = buffer.initialize(from: applying)
             let (hash, length) = Self.hash(name)
-            let slot = Slot(hash: hash, name: name, length: length, reducers: buffer, kept: kept)
             var index = Int(truncatingIfNeeded: hash) & (size - 1)
             while slots[index].name != nil { index = (index + 1) & (size - 1) }
-            slots[index] = slot
-            guard kept else { continue }
-            index = Self.index(ofKeptCopy: name, size)
-            while byKeptCopy[index].name != nil { index = (index + 1) & (size - 1) }
-            byKeptCopy[index] = slot
+            slots[index] = Slot(hash: hash, name: name, length: length, reducers: buffer)
         }
     }
 
     deinit {
         for slot in slots where slot.name != nil { slot.reducers.deallocate() }
         slots.deallocate()
-        byKeptCopy.deallocate()
         unnamed.deallocate()
-        for copy in ownCopies { free(copy) }
+        for name in names { free(name) }
     }
 
     /// A hash of the identifier's bytes, eight at a time (FNV-1a's steps on words; the last
@@ -186,13 +154,6 @@ final class CReducers: @unchecked Sendable {
         return (hash, length)
     }
 
-    /// The first slot to try in ``byKeptCopy`` (of `size` slots) for a kept copy at `name`.
-    @inline(__always)
-    private static func index(ofKeptCopy name: UnsafePointer<CChar>, _ size: Int) -> Int {
-        let bits = UInt(bitPattern: name)
-        return Int(truncatingIfNeeded: (bits >> 4) ^ (bits >> 12)) & (size - 1)
-    }
-
     /// The slot of the identifier some reducer names with the bytes of `identifier`, if any
     /// (without reading them when no reducer names one).
     @inline(__always)
@@ -209,37 +170,13 @@ final class CReducers: @unchecked Sendable {
         return nil
     }
 
-    /// The reducers that apply to an action whose identifier is the kept copy `kept`
-    /// (``KeptNames/identifiers``): found by its address, since the kept names hold one copy of
-    /// each identifier, and a named identifier's copy, if it has one, was made before any
-    /// action could carry it.
-    @inline(__always)
-    private func reducers(forKept kept: UnsafePointer<CChar>) -> UnsafeMutableBufferPointer<rdx_reducer> {
-        guard byKeptCopy.count > 0 else { return unnamed }
-        var index = Self.index(ofKeptCopy: kept, byKeptCopy.count)
-        while let name = byKeptCopy[index].name {
-            if name == kept { return byKeptCopy[index].reducers }
-            index = (index + 1) & (byKeptCopy.count - 1)
-        }
-        return unnamed
-    }
-
     /// Calls the reducers that apply to `action`, in order. Under the store's lock.
     @inline(__always)
     func apply(_ action: any Action) {
-        switch CAction.parts(of: action) {
-        case .kept(let identifier):
-            call(reducers(forKept: identifier), identifier, nil)
-        case .borrowedOrOwned(let identifier, let payload):
-            guard let slot = slot(for: identifier) else { return call(unnamed, identifier, payload) }
-            // Its next dispatch without a payload, from the same address, is routed by the copy.
-            if slot.pointee.kept { published._withUnsafeGuaranteedRef { $0.publish(slot.pointee.name!, for: identifier) } }
-            call(slot.pointee.reducers, identifier, payload)
-        case nil:
-            // A Swift action dispatched to a C store: its identifier, and a JSONAction's payload.
-            action.withCParts { identifier, payload in
-                call(slot(for: identifier)?.pointee.reducers ?? unnamed, identifier, payload)
-            }
+        // A C action's identifier and payload; a Swift action dispatched to a C store, its
+        // identifier and a JSONAction's payload.
+        action.withCParts { identifier, payload in
+            call(slot(for: identifier)?.pointee.reducers ?? unnamed, identifier, payload)
         }
     }
 

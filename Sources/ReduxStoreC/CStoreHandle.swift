@@ -44,29 +44,25 @@ final class CStoreHandle: @unchecked Sendable {
     /// Where a forwarding store's dispatches go (`rdx_store_create_forwarding`); `nil` for others.
     let forwarding: CForwarding?
 
-    /// For a store created from C that forwards nothing: its core, reached without the
-    /// protocol's witness table for ``dispatchKept(_:source:)``. Unretained, so that a dispatch
-    /// retains nothing to read it: `core` keeps it alive.
-    private let treeCore: Unmanaged<JSONCTreeStoreCore>?
-    /// For a Swift store: the actions its core decoded once (``RecognizedActions``), looked up
-    /// here so that a miss costs no call. Unretained: `core` keeps it alive.
-    private let recognized: Unmanaged<RecognizedActions>?
+    /// For a store created from C that forwards nothing: its core, whose kept identifiers a
+    /// dispatch without a payload looks up first (``dispatchKept(_:source:)``).
+    private let treeCore: JSONCTreeStoreCore?
+    /// For a Swift store: the actions its core decoded once (``RecognizedActions``).
+    private let recognized: RecognizedActions?
 
     /// A handle on `core`; `recognized`: the actions a Swift store's core decodes once.
     init(core: any CStoreCore, forwarding: CForwarding? = nil, recognized: RecognizedActions? = nil) {
         self.core = core
         self.forwarding = forwarding
-        treeCore = forwarding == nil ? (core as? JSONCTreeStoreCore).map(Unmanaged.passUnretained) : nil
-        self.recognized = recognized.map(Unmanaged.passUnretained)
+        treeCore = forwarding == nil ? core as? JSONCTreeStoreCore : nil
+        self.recognized = recognized
     }
 
     // MARK: Actions
 
     /// Applies (`enqueue` false) or enqueues an action. `identifier` and `payload` are borrowed
     /// and already checked; what is kept past the call is copied. A forwarding store hands it to
-    /// its forwarder instead, which returns once it was applied. `offering`: the identifier is a
-    /// C caller's own (not one inside a JSON text), which a C store applying it without a payload
-    /// may keep for the next dispatch of the same bytes (``offer(_:)``).
+    /// its forwarder instead, which returns once it was applied.
     func dispatch(
         identifier: UnsafePointer<CChar>, payload: OpaquePointer?, enqueue: Bool, source: DispatchSite,
         offering: Bool = false
@@ -81,34 +77,24 @@ final class CStoreHandle: @unchecked Sendable {
             try enqueueing { core.enqueue(action, source: source) }
         } else {
             try core.dispatch(identifier: identifier, payload: payload, source: source)
-            if offering, payload == nil, treeCore != nil { offer(identifier) }
+            if offering, payload == nil, let treeCore { treeCore.keptIdentifiers.offer(identifier) }
         }
     }
 
     /// Applies now an action without a payload of C's `identifier` (not checked yet) if it has
-    /// the bytes of an identifier this store kept (``KeptIdentifiers``): then it needs no check,
-    /// its reducers are found by the kept copy's address, and nothing that keeps it copies it. A
-    /// Swift store's handle does the same with the actions its core decoded once
-    /// (``RecognizedActions``). False, having done nothing, otherwise.
+    /// the bytes of an identifier this store kept (``KeptIdentifiers``), or of one whose action a
+    /// Swift store's core decoded once (``RecognizedActions``), and returns true; false, having
+    /// done nothing, otherwise.
     @inline(__always)
     func dispatchKept(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
         if let treeCore {
-            guard let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) }) else { return false }
-            try treeCore.withGuaranteedRef { (core) throws(StoreError) in try core.dispatch(kept: copy, source: source) }
+            guard let copy = treeCore.keptIdentifiers.kept(identifier) else { return false }
+            try treeCore.dispatch(kept: copy, source: source)
             return true
         }
-        guard let entry = recognized?._withUnsafeGuaranteedRef({ $0.entry(for: identifier) }) else { return false }
+        guard let entry = recognized?.entry(for: identifier) else { return false }
         try entry.withGuaranteedRef { (entry) throws(StoreError) in try entry.apply(source) }
         return true
-    }
-
-    /// Lets a C store keep `identifier`, a C caller's, just dispatched without a payload, so that
-    /// the next dispatch of the same bytes takes the kept path (``dispatchKept(_:source:)``,
-    /// ``KeptIdentifiers/offer(_:)``). Out of line: inlined, it made the C API's dispatch too
-    /// large for its closure to be inlined, which cost every C dispatch more than it saves.
-    @inline(never)
-    private func offer(_ identifier: UnsafePointer<CChar>) {
-        treeCore?._withUnsafeGuaranteedRef { $0.keptIdentifiers.offer(identifier) }
     }
 
     // MARK: C's references

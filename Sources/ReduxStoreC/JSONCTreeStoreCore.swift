@@ -6,13 +6,12 @@ import ReduxStore
 /// Swift reducer calls the C reducers.
 final class JSONCTreeStoreCore: CStoreCore {
     let store: Store<JSONCTree>
-    /// The identifiers the store kept last: a dispatch of one of them without a payload
-    /// is applied as a ``KeptCAction`` (``dispatch(kept:source:)``).
-    let keptIdentifiers: KeptIdentifiers
+    /// The identifiers the store was dispatched last without a payload: a dispatch of one of
+    /// them is applied as a ``KeptCAction`` (``dispatch(kept:source:)``).
+    let keptIdentifiers = KeptIdentifiers()
 
-    private init(store: Store<JSONCTree>, keptIdentifiers: KeptIdentifiers) {
+    private init(store: Store<JSONCTree>) {
         self.store = store
-        self.keptIdentifiers = keptIdentifiers
     }
 
     /// A new handle on a new store of `state`.
@@ -23,8 +22,8 @@ final class JSONCTreeStoreCore: CStoreCore {
         // The C reducers work on the tree's root, which never changes (they mutate it in place):
         // one call straight to them per action, without going through the Swift state. So no
         // reducer holds the Swift state `inout`, and reads from inside a reducer are sound.
-        let keptIdentifiers = KeptIdentifiers()
-        let reducers = try CReducers(reducers, root: state.object, publishingIn: keptIdentifiers)
+        let reducers = try CReducers(reducers, root: state.object)
+        let keeper = CActionKeeper()
         let owner = HandleReference()
         let store = Store(
             erasedReducer: { _, action in reducers.apply(action) },
@@ -32,12 +31,12 @@ final class JSONCTreeStoreCore: CStoreCore {
             middleware: CMiddleware.chain(middleware, owner: owner),
             // A C action borrows the caller's identifier and payload: the journal and the
             // action log keep a copy.
-            keeper: CActionKeeper.make(publishingIn: keptIdentifiers),
+            keeper: { keeper.keep($0) },
             refusingLocalChanges: forwarding == nil
                 ? nil
                 : "this store's order is decided by another library (a replicated store): its versions come from there")
         let handle = CStoreHandle(
-            core: JSONCTreeStoreCore(store: store, keptIdentifiers: keptIdentifiers), forwarding: forwarding)
+            core: JSONCTreeStoreCore(store: store), forwarding: forwarding)
         // Only with middleware: a weak reference gives the handle a side table, after which
         // every retain and release of it takes the slow path (Benchmarks/README.md has the
         // figures).

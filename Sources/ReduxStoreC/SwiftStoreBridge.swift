@@ -94,7 +94,8 @@ final class SwiftStoreCore<State: Codable>: CStoreCore, @unchecked Sendable {
 /// decoder. (Its `init(from:)` runs once per store and identifier.)
 ///
 /// As ``KeptIdentifiers``: ``SlotsByAddress``, each slot holding an entry with a copy of the
-/// identifier. At most ``limit`` entries per store, kept until the store's handle is gone.
+/// identifier, written by ``keep(for:_:)`` alone. At most ``limit`` entries per store, kept until
+/// the store's handle is gone.
 final class RecognizedActions: Sendable {
     /// An identifier's copy, and how its action is applied: the decoded action dispatched to the
     /// store (after the middleware depth's check), where it was dispatched from being the argument.

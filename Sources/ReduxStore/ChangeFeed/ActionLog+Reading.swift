@@ -58,7 +58,7 @@ extension ActionLog {
         return result
     }
 
-    /// The newest record, its patch attached (the C face's listeners read it as it is made).
+    /// The newest record, its patch attached (the change listeners read it as it is made).
     /// Mutating only so that it reads the log in place, not a copy of it.
     mutating func newestRecord() -> ChangeRecord? {
         guard let actions, let sources, count > 0 else { return nil }

@@ -16,7 +16,7 @@ import Glibc
 ///   ``JournalOptions/Overflow/block`` the claim holds — the ring grows rather than overwrite a
 ///   record the journal has not read, and a dispatch that puts it past its capacity waits for it
 ///   once it released the store's lock (``takeOwedWait()``);
-/// - the C face's listeners read the newest record as it is made (``newestRecord()``), its
+/// - the change listeners read the newest record as it is made (``newestRecord()``), its
 ///   patch attached;
 /// - the observers that asked for patches (``Store/addObserver(forName:includingPatch:using:)``)
 ///   share one holding claim, read at each round they hear: the patches of every record since
@@ -74,7 +74,7 @@ struct ActionLog {
     /// Whether a ticker says when to read the clock again (``tick()``); otherwise every record
     /// reads it.
     private var ticked = false
-    /// The kept copy of the C caller's file name the last record was dispatched from: a program
+    /// The kept copy of the lent file name the last record was dispatched from: a program
     /// dispatches from few files, most often again from the last one, found here by comparing
     /// its bytes rather than in ``KeptNames/files`` (a lock and a hash).
     private var lastSource: DispatchSite?
@@ -344,22 +344,20 @@ struct ActionLog {
         let actions = self.actions.unsafelyUnwrapped
         let sources = self.sources.unsafelyUnwrapped
         // `as any Action`: the container's bytes, not those of the value inside (a generic
-        // parameter opens an existential argument). Copied as bytes (of the trivial type, which
-        // owns what it holds: nothing to keep, nothing more to learn), written by the keeper,
-        // or not yet.
-        let written = withUnsafeBytes(of: action as any Action) { bytes -> Written in
+        // parameter opens an existential argument). An action of the trivial type owns what it
+        // holds (nothing to keep, nothing more to learn): copied as bytes.
+        let asTrivialBytes = withUnsafeBytes(of: action as any Action) { bytes -> Bool in
             let container = bytes.baseAddress!
-            if ActionContainer.typeIdentity(at: container) == trivialType {
-                UnsafeMutableRawPointer(actions + slot).copyMemory(from: container, byteCount: bytes.count)
-                return .asTrivialBytes
-            }
-            if let keeper, keeper.keep(container, into: UnsafeMutableRawPointer(actions + slot)) { return .byKeeper }
-            return .no
+            guard ActionContainer.typeIdentity(at: container) == trivialType else { return false }
+            UnsafeMutableRawPointer(actions + slot).copyMemory(from: container, byteCount: bytes.count)
+            return true
         }
-        if written != .asTrivialBytes {
-            if written == .no {
-                // Copied straight into its slot: an assignment (`actions[slot] = action`) copied
-                // it through a temporary first, a third call of the action's value witnesses.
+        if !asTrivialBytes {
+            // Copied straight into its slot: an assignment (`actions[slot] = action`) copied it
+            // through a temporary first, a third call of the action's value witnesses.
+            if let kept = keeper?(action) {
+                (actions + slot).initialize(to: kept)
+            } else {
                 (actions + slot).initialize(to: action)
             }
             let type = ActionContainer.typeIdentity(at: actions + slot)
@@ -402,9 +400,6 @@ struct ActionLog {
     func slot(of version: UInt64) -> Int {
         (start &+ Int(version &- (newest &- UInt64(count) &+ 1))) % capacity
     }
-
-    /// How ``place(_:source:keeper:)`` wrote an action into its slot.
-    private enum Written { case no, byKeeper, asTrivialBytes }
 
     /// The type of the actions last appended, when it is trivial (no reference, nothing to do
     /// to copy or destroy it) and fits an existential's inline buffer: the identity of its
@@ -531,7 +526,7 @@ struct ActionLog {
 
 extension Store {
     /// Appends `action`'s record to the action log, the one record every consumer reads: the
-    /// one place where a C caller's borrowed action and file name become owned (the store's
+    /// one place where a borrowed action and a lent file name become owned (the store's
     /// ``keeper``, ``DispatchSite/kept()``). The caller holds the lock and has checked that the
     /// log is on.
     @inline(__always)

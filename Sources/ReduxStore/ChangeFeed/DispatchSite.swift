@@ -8,9 +8,9 @@ import Musl
 /// a line, so that carrying it costs no allocation and no reference count.
 ///
 /// Invariant: `file` is `nil` (no source known) or points at `count` bytes of UTF-8 and a NUL that stay
-/// valid for the life of the program (a Swift `#fileID` literal, or a C file name copied once
-/// into ``KeptNames/files``), unless `borrowed` is true: then they are a C caller's, valid only
-/// until its dispatch returns, and whatever keeps the site past that call takes
+/// valid for the life of the program (a Swift `#fileID` literal, or a lent name copied once
+/// into ``KeptNames/files``), unless `borrowed` is true: then the caller lent them only until
+/// its dispatch returns, and whatever keeps the site past that call takes
 /// ``kept()`` instead (the record of an applied action does, under the store's lock, which is
 /// still within the call).
 @frozen @usableFromInline
@@ -27,10 +27,10 @@ package struct DispatchSite: Sendable {
     @inlinable package var line: UInt { UInt(bits & 0xFFFF_FFFF) }
     /// The name's length in bytes.
     @inlinable var count: Int { Int((bits >> 32) & 0x7FFF_FFFF) }
-    /// Whether `file` is a C caller's, valid only for its call.
+    /// Whether `file` is lent by the caller, valid only for its call.
     @inlinable var borrowed: Bool { bits >> 63 != 0 }
 
-    /// No source known (C's plain `rdx_store_dispatch_*` functions, replayed actions).
+    /// No source known (a caller that names none, replayed actions).
     @inlinable
     package static var unknown: DispatchSite { DispatchSite(file: nil, bits: 0) }
 
@@ -61,9 +61,9 @@ package struct DispatchSite: Sendable {
         }
     }
 
-    /// A C caller's `file` (NUL-terminated) and `line`, borrowed for the call. `nil` or an empty
-    /// name is no source.
-    package init(borrowingCFile file: UnsafePointer<CChar>?, line: UInt) {
+    /// A caller's `file` (a NUL-terminated name) and `line`, lent for the call. `nil` or an
+    /// empty name is no source.
+    package init(borrowingFile file: UnsafePointer<CChar>?, line: UInt) {
         guard let file, file.pointee != 0 else {
             self.init(file: nil, bits: 0)
             return
@@ -85,8 +85,8 @@ package struct DispatchSite: Sendable {
         self.init(file: kept.baseAddress, count: kept.count, line: line, borrowed: false)
     }
 
-    /// A source as journals and streams store it, `"Module/File.swift:42"` (`"prog.c:42"` from
-    /// C), kept for the life of the program; unknown when it has no line after its last colon.
+    /// A source as journals and streams store it, `"Module/File.swift:42"` or `"prog.c:42"`,
+    /// kept for the life of the program; unknown when it has no line after its last colon.
     package init(stored source: String) {
         guard let colon = source.utf8.lastIndex(of: UInt8(ascii: ":")),
             let line = UInt(source[source.utf8.index(after: colon)...])
@@ -106,7 +106,7 @@ package struct DispatchSite: Sendable {
         self.init(file: site.file, count: site.count, line: line, borrowed: false)
     }
 
-    /// This site, with bytes that live as long as the program: a borrowed C name is copied once
+    /// This site, with bytes that live as long as the program: a lent name is copied once
     /// per distinct name (``KeptNames/files``); any other site is itself. The one way a borrowed
     /// site is kept: what outlives a dispatch (a queued action, the action log's column, whose
     /// records every consumer reads) takes its site through it.

@@ -6,18 +6,16 @@ import Musl
 
 /// Names kept for the life of the process, each copied once (with a NUL after it), so that a
 /// record kept after its dispatch returned (a journal's line written later, the action log) can
-/// point at a name a C caller only lent: the C file names dispatches were recorded with
-/// (``files``), the identifiers of logged C actions (``identifiers``). A program names a fixed set
-/// of files (`__FILE__`) and identifiers; past ``limit`` distinct names a new one is not kept (the
-/// caller records no source, or copies the action).
+/// point at a name its dispatcher only lent: the file names dispatches were recorded with
+/// (``files``), and any other table a module makes of its own. A program names a fixed set of
+/// files and identifiers; past ``limit`` distinct names a new one is not kept (the caller records
+/// no source, or copies what it needed).
 package final class KeptNames: @unchecked Sendable {
     // @unchecked: the table is reached only under its lock; the buffers it holds are never
     // written after they were filled.
 
-    /// The C file names of recorded dispatches (`RDX_MAX_SOURCE_FILES`).
+    /// The file names of recorded dispatches that were lent (``DispatchSite/kept()``).
     static let files = KeptNames(limit: 4096)
-    /// The identifiers of logged C actions (`RDX_MAX_LOGGED_IDENTIFIERS`).
-    package static let identifiers = KeptNames(limit: 4096)
 
     /// The most names kept; past it ``intern(_:)`` returns `nil` for a new one.
     let limit: Int
@@ -32,7 +30,8 @@ package final class KeptNames: @unchecked Sendable {
 
     private let table = Locked(Table())
 
-    private init(limit: Int) { self.limit = limit }
+    /// A table of at most `limit` names.
+    package init(limit: Int) { self.limit = limit }
 
     /// The kept copy of `bytes`; `nil` past ``limit`` names.
     package func intern(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
@@ -49,7 +48,7 @@ package final class KeptNames: @unchecked Sendable {
                 kept = known
             } else {
                 guard table.byContent.count < limit else { return nil }
-                // With a NUL after it, as a C caller's name and a Swift literal have.
+                // With a NUL after it, as a C string and a Swift literal have.
                 let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count + 1, alignment: 1)
                 copy.copyMemory(from: bytes)
                 copy[bytes.count] = 0

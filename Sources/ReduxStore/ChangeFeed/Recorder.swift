@@ -1,7 +1,7 @@
 /// What the change feed makes of an applied action besides its record in the action log
-/// (``ActionLog``, which the journal, `changes()` sequences, the live inspectors, the C face's
+/// (``ActionLog``, which the journal, `changes()` sequences, the live inspectors, the change
 /// listeners, the observers of patches and the history read): the state's snapshot and the
-/// action's patch, attached to the record, and the calls of the C face's listeners, each handed
+/// action's patch, attached to the record, and the calls of the change listeners, each handed
 /// the log's newest record. Touched only under the store's lock; the store's `recorder` field is
 /// `nil` while nobody wants any of it, so a dispatch then tests one field.
 final class Recorder {

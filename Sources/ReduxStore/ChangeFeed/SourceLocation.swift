@@ -6,8 +6,8 @@ import Musl
 
 /// Where an action was dispatched from: the file and line of the call to
 /// ``Store/dispatchAction(_:file:line:)``, ``Store/enqueueAction(_:file:line:)`` or
-/// ``Store/dispatchActions(_:file:line:)`` (Swift fills them in by default), or of a C program's
-/// `rdx_store_dispatch_*` call (the header's macros pass `__FILE__` and `__LINE__`).
+/// ``Store/dispatchActions(_:file:line:)`` (Swift fills them in by default), or those another
+/// language's caller passed (a C program's `__FILE__` and `__LINE__`).
 ///
 /// ```swift
 /// for await change in store.changes() {
@@ -15,8 +15,8 @@ import Musl
 /// }
 /// ```
 public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
-    /// The file as the caller named it: Swift's `#fileID` (`"Module/Feature.swift"`), or C's
-    /// `__FILE__` (the path the compiler was given).
+    /// The file as the caller named it: Swift's `#fileID` (`"Module/Feature.swift"`), or the
+    /// path another language's compiler was given.
     public let fileID: String
     /// The line of the call, from 1.
     public let line: UInt

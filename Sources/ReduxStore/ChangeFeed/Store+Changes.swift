@@ -1,6 +1,6 @@
 import DequeModule
 
-/// One consumer of a store's change feed (the C face's `rdx_store_add_change_listener`): called
+/// One consumer of a store's change feed, a change listener: called
 /// with the record of each applied action, under the store's lock, on the thread applying it, in
 /// version order (as a reducer is: it may read the store and dispatch, which queues the action
 /// after the current one, but not wait for another thread that dispatches to the store).
@@ -33,7 +33,7 @@ final class ChangeListener: @unchecked Sendable {
 
 extension Store {
     /// The change feed: the record of each action applied from now on (from inside a reducer or
-    /// a C listener: after the action in progress), as an async sequence, in version order.
+    /// a change listener: after the action in progress), as an async sequence, in version order.
     ///
     /// ```swift
     /// let store = Store(reducers: [todosReducer], state: Todos())
@@ -46,7 +46,7 @@ extension Store {
     /// ```
     ///
     /// Each change is recorded once under the store's lock as its action is applied, in the
-    /// store's action log, the ring the live inspectors read too (the journal and the C face's
+    /// store's action log, the ring the live inspectors read too (the journal and the change
     /// listeners take the same record). The sequence reads it from there when the consumer asks
     /// for the next change, on the consumer's task: the payload is made JSON there, not on the
     /// dispatching thread. The store keeps the newest `limit` changes the consumer has not read;

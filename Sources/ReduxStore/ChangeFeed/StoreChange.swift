@@ -19,7 +19,7 @@ public struct StoreChange: Sendable {
     /// The action's identifier.
     public let identifier: String
     /// The action's payload as JSON: a ``JSONAction``'s payload, an `Encodable` action's
-    /// properties, a C action's payload. `nil` when the action carries none, is not `Encodable`,
+    /// properties, a json-c payload an action holds. `nil` when the action carries none, is not `Encodable`,
     /// or its payload is not JSON (see ``payloadError``).
     public let payload: JSONValue?
     /// Why ``payload`` is `nil` for an action whose payload could not be made JSON (a NaN, an
@@ -58,13 +58,13 @@ public struct StoreChange: Sendable {
 }
 
 /// One applied action as a consumer of the change feed reads it: made from the action log's
-/// ring (``ActionLog``), where the apply transaction recorded it once, for the journal, the C
-/// face's listeners, ``Store/changes(includingPatches:bufferingNewest:)`` and the live
+/// ring (``ActionLog``), where the apply transaction recorded it once, for the journal, the
+/// change listeners, ``Store/changes(includingPatches:bufferingNewest:)`` and the live
 /// inspectors. Only the log makes one, so every record owns what it holds.
 @usableFromInline
 package struct ChangeRecord: @unchecked Sendable {
-    // @unchecked: `action` is Sendable and owns what it holds (a C action's payload is a copy
-    // made for the record); `source` points at bytes that live as long as the program.
+    // @unchecked: `action` is Sendable and owns what it holds (a borrowed action was copied for
+    // the record, ``ActionKeeper``); `source` points at bytes that live as long as the program.
     package let version: UInt64
     /// The action, owning what it holds.
     package let action: any Action

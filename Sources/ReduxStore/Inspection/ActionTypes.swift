@@ -1,5 +1,5 @@
-/// The typed actions a store can rebuild from JSON, by identifier: one registry for the C face
-/// (payloads C dispatches), replay (a journal's entries) and the journal reader.
+/// The typed actions a store can rebuild from JSON, by identifier: one registry for payloads
+/// dispatched as JSON, replay (a journal's entries) and the journal reader.
 ///
 /// ```swift
 /// struct AddTodo: Action, Codable {

@@ -201,7 +201,7 @@ struct JournalLineFormatter: ~Copyable {
     }
 
     /// Prints `"File.swift:42"`: the file's name without its folders, a colon and the line, as
-    /// a JSON string (a C caller's file name may hold any bytes: escaped, and invalid UTF-8
+    /// a JSON string (a lent file name may hold any bytes: escaped, and invalid UTF-8
     /// replaced). The text up to the line is made once per file and kept (``sourcePrefix``):
     /// lines from one file in a row cost a copy and the line's digits.
     private mutating func appendSource(_ source: DispatchSite) {

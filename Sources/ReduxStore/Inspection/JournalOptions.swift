@@ -45,7 +45,8 @@ struct JournalWait {
 }
 
 /// An action that can say what to record for it, beyond what the journal knows how to encode
-/// (``JSONAction``'s payload, an `Encodable` action's properties): the C face's actions.
+/// (``JSONAction``'s payload, an `Encodable` action's properties): an action holding a json-c
+/// payload.
 package protocol JournalRecordable: Action {
     /// The payload as a json-c tree (borrowed from the action), or NULL for none.
     var journalPayload: OpaquePointer? { get }

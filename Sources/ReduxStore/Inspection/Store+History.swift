@@ -44,8 +44,7 @@ extension Store {
 
     /// The state at `version`, if the history keeps it (``keepHistory(_:)``, ``historyVersions``):
     /// a value of the caller's own, as ``currentState()`` returns; `nil` for a version not kept,
-    /// or a state whose Codable conformance fails. The store does not change (C:
-    /// `rdx_store_state_at_version`).
+    /// or a state whose Codable conformance fails. The store does not change.
     public func historyState(at version: UInt64) -> State? {
         guard let tape = withCoreLocked({ core, _ in
             core.pointee.recorder?.history?.tape(at: version, current: core.pointee.version, in: core.pointee.actionLog)

@@ -9,7 +9,7 @@ import FoundationEssentials
 /// `encode(_:)` returns `OpaquePointer?`: `nil` means the value encoded to `null` (an
 /// `Optional` that is `nil`), and every other value comes back as a non-`nil` tree. That tree
 /// form is `package`: json-c pointers never cross the module's public API. Swift callers use
-/// ``encodeToJSONString(_:pretty:)``, and C programs get trees through `include/reduxstore.h`.
+/// ``encodeToJSONString(_:pretty:)``.
 ///
 /// Special types, as Foundation's `JSONEncoder` treats them: `Date` and `Data` follow the
 /// strategies below, `URL` encodes as its absolute string, `Decimal` as a number that prints with

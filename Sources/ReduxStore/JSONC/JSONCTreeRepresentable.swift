@@ -1,9 +1,8 @@
-// Values that are json-c trees already: the coders hand them over as trees (the C face's
-// C-store state is one).
+// Values that are json-c trees already: the coders hand them over as trees.
 
 internal import CJSONC
 
-/// A value that is a json-c tree itself (a C store's state, say). ``JSONCEncoder`` and
+/// A value that is a json-c tree itself (a store's state that its reducers edit as a tree). ``JSONCEncoder`` and
 /// ``JSONCDecoder`` hand such values over as trees, skipping `Codable` altogether; other coders
 /// use the type's `Codable` conformance as usual.
 package protocol JSONCTreeRepresentable {

@@ -6,8 +6,8 @@
 /// witness. The reading and comparing is a closure made where the state's and the value's types
 /// are known: ``Store/observe(_:queue:using:)`` is inlinable, so its closure is specialized in the
 /// caller's module (unspecialized, the same work cost many times as much, most of it generic
-/// metadata lookups: Benchmarks/README.md, "What composition costs"); the C face makes one for
-/// JSON Pointers.
+/// metadata lookups: Benchmarks/README.md, "What composition costs"); a selection of a JSON
+/// Pointer is made the same way.
 ///
 /// The store calls ``start(state:)`` and ``update(state:version:)`` holding its lock, on the
 /// state's address (a pointer to the stored `State`); what `compare` keeps between calls is
