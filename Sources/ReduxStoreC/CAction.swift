@@ -60,11 +60,20 @@ struct CAction: Action, @unchecked Sendable {
 }
 
 extension Action {
-    /// A C action's identifier and payload as it holds them (a ``CAction``, or the
-    /// ``KeptCAction`` a store's log kept), valid while the action is; nil for any other action.
+    /// A C action's identifier and payload as it holds them (a ``CAction``, or a ``KeptCAction``),
+    /// valid while the action is; nil for any other action.
+    ///
+    /// Found by comparing the action's type, then read as that type (the keeper does the same):
+    /// a runtime cast (`as?`) that fails walks the conformance tables, and a C store's reducers
+    /// ask this of every action (Benchmarks/README.md, "The C fast paths, made plain").
     var cParts: (identifier: UnsafePointer<CChar>, payload: OpaquePointer?)? {
-        if let action = self as? CAction { return (action.identifierPointer, action.payload) }
-        if let action = self as? KeptCAction { return (action.identifierPointer, nil) }
+        if Self.self == KeptCAction.self {
+            return (unsafeBitCast(self, to: KeptCAction.self).identifierPointer, nil)
+        }
+        if Self.self == CAction.self {
+            let action = unsafeBitCast(self, to: CAction.self)
+            return (action.identifierPointer, action.payload)
+        }
         return nil
     }
 }
@@ -110,7 +119,14 @@ final class CActionKeeper: @unchecked Sendable {
     /// The action to keep in `action`'s place, or nil when it is not a ``CAction`` or owns what it
     /// holds already.
     func keep(_ action: any Action) -> (any Action)? {
-        guard let action = action as? CAction, action.storage == nil else { return nil }
+        keep(opened: action)
+    }
+
+    /// ``keep(_:)`` with the action's type known to the function (the existential opened).
+    private func keep<A: Action>(opened action: A) -> (any Action)? {
+        guard A.self == CAction.self else { return nil }
+        let action = unsafeBitCast(action, to: CAction.self)
+        guard action.storage == nil else { return nil }
         if action.payload == nil, let kept = keptIdentifier(action.identifierPointer) {
             return KeptCAction(identifierPointer: kept)
         }

@@ -173,8 +173,18 @@ final class CReducers: @unchecked Sendable {
     /// Calls the reducers that apply to `action`, in order. Under the store's lock.
     @inline(__always)
     func apply(_ action: any Action) {
-        // A C action's identifier and payload; a Swift action dispatched to a C store, its
-        // identifier and a JSONAction's payload.
+        apply(opened: action)
+    }
+
+    /// ``apply(_:)`` with the action's type known to the function (the existential opened): a
+    /// C action's identifier and payload are read as that type; a Swift action dispatched to a C
+    /// store gives its identifier and a JSONAction's payload.
+    @inline(__always)
+    private func apply<A: Action>(opened action: A) {
+        if let (identifier, payload) = action.cParts {
+            call(slot(for: identifier)?.pointee.reducers ?? unnamed, identifier, payload)
+            return
+        }
         action.withCParts { identifier, payload in
             call(slot(for: identifier)?.pointee.reducers ?? unnamed, identifier, payload)
         }

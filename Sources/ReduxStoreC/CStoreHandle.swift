@@ -46,16 +46,18 @@ final class CStoreHandle: @unchecked Sendable {
 
     /// For a store created from C that forwards nothing: its core, whose kept identifiers a
     /// dispatch without a payload looks up first (``dispatchKept(_:source:)``).
-    private let treeCore: JSONCTreeStoreCore?
-    /// For a Swift store: the actions its core decoded once (``RecognizedActions``).
-    private let recognized: RecognizedActions?
+    /// Unretained, so that a dispatch retains nothing to read it: `core` keeps it alive.
+    private let treeCore: Unmanaged<JSONCTreeStoreCore>?
+    /// For a Swift store: the actions its core decoded once (``RecognizedActions``). Unretained:
+    /// `core` keeps it alive.
+    private let recognized: Unmanaged<RecognizedActions>?
 
     /// A handle on `core`; `recognized`: the actions a Swift store's core decodes once.
     init(core: any CStoreCore, forwarding: CForwarding? = nil, recognized: RecognizedActions? = nil) {
         self.core = core
         self.forwarding = forwarding
-        treeCore = forwarding == nil ? core as? JSONCTreeStoreCore : nil
-        self.recognized = recognized
+        treeCore = forwarding == nil ? (core as? JSONCTreeStoreCore).map(Unmanaged.passUnretained) : nil
+        self.recognized = recognized.map(Unmanaged.passUnretained)
     }
 
     // MARK: Actions
@@ -77,7 +79,9 @@ final class CStoreHandle: @unchecked Sendable {
             try enqueueing { core.enqueue(action, source: source) }
         } else {
             try core.dispatch(identifier: identifier, payload: payload, source: source)
-            if offering, payload == nil, let treeCore { treeCore.keptIdentifiers.offer(identifier) }
+            if offering, payload == nil, let treeCore {
+                treeCore._withUnsafeGuaranteedRef { $0.keptIdentifiers.offer(identifier) }
+            }
         }
     }
 
@@ -88,11 +92,15 @@ final class CStoreHandle: @unchecked Sendable {
     @inline(__always)
     func dispatchKept(_ identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) -> Bool {
         if let treeCore {
-            guard let copy = treeCore.keptIdentifiers.kept(identifier) else { return false }
-            try treeCore.dispatch(kept: copy, source: source)
+            guard let copy = treeCore._withUnsafeGuaranteedRef({ $0.keptIdentifiers.kept(identifier) }) else {
+                return false
+            }
+            try treeCore.withGuaranteedRef { (core) throws(StoreError) in
+                try core.dispatch(kept: copy, source: source)
+            }
             return true
         }
-        guard let entry = recognized?.entry(for: identifier) else { return false }
+        guard let entry = recognized?._withUnsafeGuaranteedRef({ $0.entry(for: identifier) }) else { return false }
         try entry.withGuaranteedRef { (entry) throws(StoreError) in try entry.apply(source) }
         return true
     }
