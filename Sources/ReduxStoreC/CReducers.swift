@@ -181,20 +181,14 @@ final class CReducers: @unchecked Sendable {
     /// store gives its identifier and a JSONAction's payload.
     @inline(__always)
     private func apply<A: Action>(opened action: A) {
-        if let (identifier, payload) = action.cParts {
-            call(slot(for: identifier)?.pointee.reducers ?? unnamed, identifier, payload)
-            return
-        }
-        action.withCParts { identifier, payload in
-            call(slot(for: identifier)?.pointee.reducers ?? unnamed, identifier, payload)
-        }
+        if let (identifier, payload) = action.cParts { return call(identifier, payload) }
+        action.withCParts(call)
     }
 
+    /// Calls the reducers that apply to `identifier`, in order.
     @inline(__always)
-    private func call(
-        _ reducers: UnsafeMutableBufferPointer<rdx_reducer>, _ identifier: UnsafePointer<CChar>, _ payload: OpaquePointer?
-    ) {
-        for reducer in reducers {
+    private func call(_ identifier: UnsafePointer<CChar>, _ payload: OpaquePointer?) {
+        for reducer in slot(for: identifier)?.pointee.reducers ?? unnamed {
             reducer.reduce!(root, identifier, payload, reducer.context)
         }
     }
