@@ -417,7 +417,7 @@ struct FaultTests {
         await writer.close()
     }
 
-    @Test("the server stopped as in a crash during slowed commits, with four writers racing, twenty times: what was acknowledged is there once, and every replica equals the replay")
+    @Test("the server stopped as in a crash during slowed commits, with four writers racing, again and again (twenty times under scripts/test --all): what was acknowledged is there once, and every replica equals the replay")
     func crashDuringCommits() async throws {
         let folder = try TestServer.folder()
         let url = try TestServer.url()
@@ -432,7 +432,7 @@ struct FaultTests {
         defer {
             Task { try? await TestServer.sql("DROP TRIGGER IF EXISTS slow_commit ON reduxstore.actions") }
         }
-        for round in 0..<20 {
+        for round in 0..<TestServer.rounds(quick: 5, thorough: 20) {
             let stream = try TestServer.stream("crash-\(round)")
             let perWriter = 150
             let writers = try (0..<4).map { index in

@@ -29,6 +29,12 @@ enum TestServer {
         return folder
     }
 
+    /// How many times a test that repeats a race runs it: `thorough` under `scripts/test --all`
+    /// (which sets `REDUXSTORE_TEST_THOROUGH`), `quick` under the contributor's `scripts/test`.
+    static func rounds(quick: Int, thorough: Int) -> Int {
+        ProcessInfo.processInfo.environment["REDUXSTORE_TEST_THOROUGH"] == "1" ? thorough : quick
+    }
+
     /// A stream of its own for one test.
     static func stream(_ name: String, schema: String = "reduxstore") throws -> PostgresStream {
         try PostgresStream(connection: url(), stream: "\(name)-\(UInt32.random(in: 0...UInt32.max))", schema: schema)
