@@ -15,20 +15,30 @@ import Glibc
 /// nothing, half a request, a malformed one, or stops reading), its connection is answered or
 /// closed within them, and ``InspectorServer/stop()`` returns within ``stop``. The DocC article
 /// "The inspector's protocol" ("Connections") and `reduxstore_inspector.h` document them.
-package enum ConnectionBounds {
+///
+/// The four times a misbehaving client waits out are values (``standard`` is what every
+/// inspector uses), so that the inspector's own tests can see each one enforced in a second
+/// rather than in half a minute (`InspectorOptions.connectionBounds`); the sizes are fixed.
+package struct ConnectionBounds: Sendable {
     /// A connection's first request head must have arrived within this of its opening: past it,
     /// a connection that sent nothing is closed, one that sent part of a head is answered 408.
-    package static let requestHead = TimeAmount.seconds(10)
+    package var requestHead = TimeAmount.seconds(10)
     /// A connection with no request in progress is closed this long after its last answer
     /// (Hummingbird's idle timeout): the next request's head must have arrived by then.
-    package static let keepAliveIdle = TimeAmount.seconds(15)
+    package var keepAliveIdle = TimeAmount.seconds(15)
     /// A connection whose answer or changes have not moved for this long (the client reads
     /// nothing: the socket's buffers are full) is closed, WebSocket pages included.
-    package static let stalledSend = TimeAmount.seconds(30)
+    package var stalledSend = TimeAmount.seconds(30)
     /// After a refusal the answer is the connection's last bytes: its sending side is closed at
     /// once, and what the client still sends is read and dropped for at most this, so that the
     /// answer is not lost to a reset, then the connection is closed.
-    package static let linger = TimeAmount.seconds(1)
+    package var linger = TimeAmount.seconds(1)
+
+    /// The bounds the documentation states.
+    package static let standard = ConnectionBounds()
+
+    package init() {}
+
     /// The longest request line (method, target, version): past it, 414.
     package static let maximumRequestLine = 8 * 1_024
     /// The longest header field (name or value), past it 431 (SwiftNIO's decoder).

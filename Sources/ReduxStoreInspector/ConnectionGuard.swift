@@ -47,6 +47,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// Called when the first answer starts: the connection is no longer closed to make room.
     private let onStart: @Sendable () -> Void
+    private let bounds: ConnectionBounds
     private var receivedAny = false
     private var headDeadline: Scheduled<Void>?
     private var stallDeadline: Scheduled<Void>?
@@ -64,7 +65,8 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// failed as soon as it becomes a WebSocket.
     private var unmaskedBeforeUpgrade = false
 
-    init(onStart: @escaping @Sendable () -> Void) {
+    init(bounds: ConnectionBounds, onStart: @escaping @Sendable () -> Void) {
+        self.bounds = bounds
         self.onStart = onStart
     }
 
@@ -136,7 +138,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             stallDeadline = nil
         } else if stallDeadline == nil {
             let channel = context.channel
-            stallDeadline = context.eventLoop.scheduleTask(in: ConnectionBounds.stalledSend) {
+            stallDeadline = context.eventLoop.scheduleTask(in: bounds.stalledSend) {
                 if !channel.isWritable { channel.close(promise: nil) }
             }
         }
@@ -239,7 +241,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         context.close(mode: .output, promise: nil)
         // Closed from here, not from the channel's tail: this handler's own `close` would wait.
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        lingerDeadline = context.eventLoop.scheduleTask(in: ConnectionBounds.linger) {
+        lingerDeadline = context.eventLoop.scheduleTask(in: bounds.linger) {
             loopBound.value.context?.close(promise: nil)
         }
         context.read()
@@ -248,7 +250,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private func armHeadDeadline(_ context: ChannelHandlerContext) {
         guard headDeadline == nil, phase == .awaitingRequest else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        headDeadline = context.eventLoop.scheduleTask(in: ConnectionBounds.requestHead) {
+        headDeadline = context.eventLoop.scheduleTask(in: bounds.requestHead) {
             loopBound.value.headDeadlinePassed()
         }
     }
@@ -257,7 +259,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         headDeadline = nil
         guard phase == .awaitingRequest || phase == .deciding else { return }
         if receivedAny {
-            refuse(.requestTimeout, reason: "the request head did not arrive within \(ConnectionBounds.requestHead.nanoseconds / 1_000_000_000) seconds")
+            refuse(.requestTimeout, reason: "the request head did not arrive within \(bounds.requestHead.nanoseconds / 1_000_000_000) seconds")
         } else {
             context?.close(promise: nil)
         }

@@ -84,6 +84,7 @@ struct GuardedChannel: ServerChildChannel {
     typealias Value = HTTP1WebSocketUpgradeChannel.Value
     let base: HTTP1WebSocketUpgradeChannel
     let connections: ConnectionRegistry
+    let bounds: ConnectionBounds
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard connections.admit(channel) else {
@@ -93,7 +94,7 @@ struct GuardedChannel: ServerChildChannel {
         let connections = connections
         channel.closeFuture.whenComplete { _ in connections.remove(channel) }
         do {
-            try channel.pipeline.syncOperations.addHandler(ConnectionGuard { connections.started(channel) })
+            try channel.pipeline.syncOperations.addHandler(ConnectionGuard(bounds: bounds) { connections.started(channel) })
         } catch {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)

@@ -100,7 +100,7 @@ final class InspectorServer: Sendable {
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
             http1: .init(
                 additionalChannelHandlers: [RequestBodyRefusal()],
-                idleTimeout: ConnectionBounds.keepAliveIdle,
+                idleTimeout: options.connectionBounds.keepAliveIdle,
                 httpDecoderConfiguration: .init(
                     maxHeaderFieldSize: ConnectionBounds.maximumHeaderField,
                     maxHeaderListSize: ConnectionBounds.maximumHeaderList,
@@ -123,7 +123,7 @@ final class InspectorServer: Sendable {
                         try await responder(request, writer, channel)
                     },
                     configuration: configuration, shouldUpgrade: shouldUpgrade),
-                connections: connections)
+                connections: connections, bounds: options.connectionBounds)
         }
         let app = Application(
             router: router,

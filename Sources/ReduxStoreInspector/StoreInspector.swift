@@ -31,6 +31,9 @@ public struct InspectorOptions: Sendable {
     /// dispatch and never holds unbounded memory. A page that falls behind by more than the log
     /// keeps is told of the gap.
     public var clientBuffer = 1_024
+    /// The times a misbehaving connection is given (``ConnectionBounds/standard``, as documented);
+    /// the inspector's tests shorten them.
+    package var connectionBounds = ConnectionBounds.standard
 
     public init() {}
 }

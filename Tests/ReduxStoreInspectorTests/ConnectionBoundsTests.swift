@@ -344,13 +344,26 @@ extension InspectorTests {
             await inspector.stop()
         }
 
+        @Test("the bounds every inspector uses are those the protocol's article and the C header state")
+        func standardBounds() {
+            let standard = ConnectionBounds.standard
+            #expect(InspectorOptions().connectionBounds.requestHead == standard.requestHead)
+            #expect(standard.requestHead == .seconds(10) && standard.keepAliveIdle == .seconds(15))
+            #expect(standard.stalledSend == .seconds(30) && standard.linger == .seconds(1))
+        }
+
         @Test("an idle socket and half a head are closed after the head's bound; an idle keep-alive after its own")
         func idleConnectionsAreShed() async throws {
             let store = Store(reducers: [bump], state: Count())
-            let inspector = try await StoreInspector(store)
+            // The bounds shortened (the standard ones are checked against the documentation
+            // below): two seconds for the head, four idle, told apart by when each closes.
+            var options = InspectorOptions()
+            options.connectionBounds.requestHead = .seconds(2)
+            options.connectionBounds.keepAliveIdle = .seconds(4)
+            let inspector = try await StoreInspector(store, options: options)
             let port = inspector.port
-            let head = Double(ConnectionBounds.requestHead.nanoseconds) / 1e9
-            let keepAlive = Double(ConnectionBounds.keepAliveIdle.nanoseconds) / 1e9
+            let head = Double(options.connectionBounds.requestHead.nanoseconds) / 1e9
+            let keepAlive = Double(options.connectionBounds.keepAliveIdle.nanoseconds) / 1e9
             let idle = try RawSocket(port)
             let half = try RawSocket(port)
             half.send("GET /?token=\(inspector.token) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n")
@@ -378,8 +391,9 @@ extension InspectorTests {
             // the sockets' buffers hold, so the page that does not read stalls its sending.
             var options = InspectorOptions()
             options.keptActions = 20_000
+            options.connectionBounds.stalledSend = .seconds(4)  // shortened: 30 s as documented
             let inspector = try await StoreInspector(store, options: options)
-            let stall = Double(ConnectionBounds.stalledSend.nanoseconds) / 1e9
+            let stall = Double(options.connectionBounds.stalledSend.nanoseconds) / 1e9
             let reading = try RawSocket(inspector.port)
             reading.send(upgradeRequest(inspector))
             let readingHead = try await onThread { reading.readHead(within: 5) }

@@ -106,6 +106,22 @@ private func answer(_ port: Int, _ request: String) async throws -> (status: Int
     }
 }
 
+/// Frames that make no message, and the close code each must get; made once (masking 16 MB
+/// takes seconds in a debug build) for every round of the test that sends them.
+private let brokenMessages: [(name: String, bytes: [UInt8], code: Int)] = {
+    let request = Array(#"{"type":"state","id":5,"pointer":"","depth":0}"#.utf8)
+    let half = [UInt8](repeating: UInt8(ascii: " "), count: 600_000)
+    return [
+        ("a continuation without a start", clientFrame(request, opcode: 0x0), 1002),
+        ("a new message inside a fragmented one", clientFrame(request, fin: false) + clientFrame(request), 1002),
+        ("two fragments of 600 KB", clientFrame(half, fin: false) + clientFrame(half, opcode: 0x0), 1009),
+        // The page's close frame comes while the rest of the frame is still arriving: the
+        // inspector reads and drops it, so that no reset overtakes the close frame.
+        ("one frame of 1.2 MB", clientFrame(half + half), 1009),
+        ("one frame of 16 MB", clientFrame([UInt8](repeating: UInt8(ascii: " "), count: 16_000_000)), 1009),
+    ]
+}()
+
 extension InspectorTests {
     @Suite("The protocol as written: check order, fragmentation, RFC 6455 closes, 1001 at stop")
     struct ProtocolTests {
@@ -243,17 +259,7 @@ extension InspectorTests {
               arguments: 0..<8)
         func brokenMessagesCloseWithTheirCodes(round: Int) async throws {
             let inspector = try await StoreInspector(Store(reducers: [], state: Blob(text: "x")))
-            let request = Array(#"{"type":"state","id":5,"pointer":"","depth":0}"#.utf8)
-            let half = [UInt8](repeating: UInt8(ascii: " "), count: 600_000)
-            for (name, bytes, code) in [
-                ("a continuation without a start", clientFrame(request, opcode: 0x0), 1002),
-                ("a new message inside a fragmented one", clientFrame(request, fin: false) + clientFrame(request), 1002),
-                ("two fragments of 600 KB", clientFrame(half, fin: false) + clientFrame(half, opcode: 0x0), 1009),
-                // The page's close frame comes while the rest of the frame is still arriving: the
-                // inspector reads and drops it, so that no reset overtakes the close frame.
-                ("one frame of 1.2 MB", clientFrame(half + half), 1009),
-                ("one frame of 16 MB", clientFrame([UInt8](repeating: UInt8(ascii: " "), count: 16_000_000)), 1009),
-            ] {
+            for (name, bytes, code) in brokenMessages {
                 let (page, rest) = try await openPage(inspector)
                 // Everything the page sends is taken (read and dropped past the limit): the
                 // connection is not reset under a client still sending.
