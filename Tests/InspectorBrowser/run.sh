@@ -7,7 +7,7 @@
 # a filter that narrows the log, no restore when the program does not allow it, and a restore
 # after confirmation when it does. Then the C program's journal, opened offline with
 # `reduxstore-inspect serve`, must show the same log, patches and tree. Installs Debian's chromium
-# and chromium-driver and PyPI's selenium when missing.
+# and chromium-driver and PyPI's selenium when missing (install.sh).
 #
 #   bash Tests/InspectorBrowser/run.sh [SCRATCH_PATH]   (SwiftPM's build folder, default .build)
 set -euo pipefail
@@ -15,18 +15,7 @@ cd "$(dirname "$0")/../.."
 scratch=${1:-.build}
 here=Tests/InspectorBrowser
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-    echo "== installing chromium and chromium-driver"
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    $sudo apt-get install -y -qq chromium chromium-driver >/dev/null
-fi
-if ! python3 -c "import selenium" >/dev/null 2>&1; then
-    echo "== installing selenium"
-    python3 -m pip install --quiet selenium
-fi
+bash "$here/install.sh"
 
 for product in reduxstore-inspector-demo reduxstore reduxstore-inspector reduxstore-inspect; do
     swift build --scratch-path "$scratch" --product "$product" >/dev/null
