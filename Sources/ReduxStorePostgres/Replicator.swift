@@ -250,7 +250,7 @@ package actor Replicator {
     }
 
     /// How far behind the stream this replica is.
-    var lag: ReplicationLag {
+    package var lag: ReplicationLag {
         let applied = target.version
         let behind = knownHead > applied ? knownHead - applied : 0
         let seconds = behind == 0 ? 0 : behindSince.map { ($0.duration(to: .now)).seconds } ?? 0
@@ -269,29 +269,32 @@ package actor Replicator {
         defer { reading -= 1 }
         // The next batch, read while this one is applied: a long tail costs about the longer of
         // reading and applying it, not their sum.
-        var next: (after: UInt64, rows: Task<[StreamRow], any Error>)?
-        defer { next?.rows.cancel() }
+        var next: (after: UInt64, tail: Task<Tail, any Error>)?
+        defer { next?.tail.cancel() }
         while true {
             let after = target.version
             if let goal, after >= goal { return after }
             let through = goal ?? .max
-            let rows: [StreamRow]
-            if let read = next, read.after == after, let prefetched = try? await read.rows.value {
-                rows = prefetched
+            let tail: Tail
+            if let read = next, read.after == after, let prefetched = try? await read.tail.value {
+                tail = prefetched
             } else {
-                rows = try await withConnection(.read) { (connection) async throws -> [StreamRow] in
+                tail = try await withConnection(.read) { (connection) async throws -> Tail in
                     try await Self.tail(of: connection, schema.tail(stream.stream, after: after, through: through, limit: options.readBatch), logger: logger)
                 }
             }
+            let rows = tail.rows
             next = nil
             // The replica may have been closed while the rows came.
             try checkOpen()
-            if let last = rows.last { learned(head: last.version) }
+            learned(head: tail.head)
             guard let first = rows.first else {
-                if let goal, target.version < goal {
+                // The head (read with the rows) is past this replica, and no action follows it:
+                // they were trimmed. A follower would otherwise take itself for caught up.
+                if min(tail.head, through) > target.version {
                     throw fail(ReplicationError(
                         .trimmed, stream: stream.stream, version: target.version + 1,
-                        "the stream has no action at version \(target.version + 1) (trimmed by the retention policy?): open the stream anew to start from its newest snapshot"))
+                        "the stream is at version \(tail.head) and has no action at version \(target.version + 1): trimmed by the retention policy before this replica applied it; open the stream anew to start from its newest snapshot"))
                 }
                 caughtUp()
                 return target.version
@@ -316,21 +319,33 @@ package actor Replicator {
         }
     }
 
+    /// What one read of the stream's tail found: the stream's head then (0: no stream yet) and
+    /// the actions after the version asked for.
+    struct Tail: Sendable {
+        var head: UInt64 = 0
+        var rows: [StreamRow] = []
+    }
+
     /// Runs a ``StreamSchema/tail(_:after:through:limit:)`` query and decodes its rows.
     private static func tail(
         of connection: PostgresConnection, _ query: PostgresQuery, logger: Logger
-    ) async throws -> [StreamRow] {
-        var rows: [StreamRow] = []
+    ) async throws -> Tail {
+        var tail = Tail()
         for row in try await connection.rows(query, logger: logger) {
-            let (version, identifier, payload, source, writer, seq, snapshot, hash, storedBy, confirmed) =
-                try row.decode((Int64, String, String, String, String, Int64, Bool, String?, String?, Bool?).self)
-            rows.append(
+            let (head, version, identifier, payload, source, writer, seq, snapshot, hash, storedBy, confirmed) =
+                try row.decode(
+                    (Int64, Int64?, String?, String?, String?, String?, Int64?, Bool?, String?, String?, Bool?).self)
+            tail.head = UInt64(head)
+            guard let version, let identifier, let payload, let source, let writer, let seq, let snapshot else {
+                continue  // the stream's row alone: no action after the version asked for
+            }
+            tail.rows.append(
                 StreamRow(
                     version: UInt64(version), identifier: identifier, payload: payload, source: source,
                     writer: writer, seq: seq, snapshot: snapshot, snapshotHash: hash, snapshotWriter: storedBy,
                     snapshotConfirmed: confirmed ?? false))
         }
-        return rows
+        return tail
     }
 
     private func caughtUp() {

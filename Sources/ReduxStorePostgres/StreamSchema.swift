@@ -313,9 +313,12 @@ package struct StreamSchema: Sendable {
             unsafeSQL: "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", binds: bindings)
     }
 
-    /// The actions after `after` through `through`, at most `limit`, in order, each with its
-    /// `snapshot` mark, and the hash, writer and confirmation of the snapshot stored at its
-    /// version (`NULL`s: none is).
+    /// The stream's head, with the actions after `after` through `through`, at most `limit`, in
+    /// order, each with its `snapshot` mark, and the hash, writer and confirmation of the snapshot
+    /// stored at its version (`NULL`s: none is). One row with `NULL` action columns when there is
+    /// no such action, none when the stream does not exist. Head and actions are read in one
+    /// snapshot of the database: a head past `after` with no action after it means trimmed
+    /// versions, not a commit half seen.
     func tail(_ stream: String, after: UInt64, through: UInt64, limit: Int) -> PostgresQuery {
         var bindings = PostgresBindings(capacity: 4)
         bindings.append(stream)
@@ -324,12 +327,20 @@ package struct StreamSchema: Sendable {
         bindings.append(Int64(limit))
         return PostgresQuery(
             unsafeSQL: """
-                SELECT a.version, a.identifier, a.payload::text, coalesce(a.source, ''), a.writer, a.seq, a.snapshot,
-                       s.hash, s.writer, s.confirmed_by IS NOT NULL
-                FROM \(quoted).actions a
-                LEFT JOIN \(quoted).snapshots s ON s.stream = a.stream AND s.version = a.version
-                WHERE a.stream = $1 AND a.version > $2 AND a.version <= $3
-                ORDER BY a.version LIMIT $4
+                SELECT st.version, a.version, a.identifier, a.payload, a.source, a.writer, a.seq, a.snapshot,
+                       a.hash, a.stored_by, a.confirmed
+                FROM \(quoted).streams st
+                LEFT JOIN LATERAL (
+                    SELECT a.version, a.identifier, a.payload::text AS payload, coalesce(a.source, '') AS source,
+                           a.writer, a.seq, a.snapshot, s.hash, s.writer AS stored_by,
+                           s.confirmed_by IS NOT NULL AS confirmed
+                    FROM \(quoted).actions a
+                    LEFT JOIN \(quoted).snapshots s ON s.stream = a.stream AND s.version = a.version
+                    WHERE a.stream = $1 AND a.version > $2 AND a.version <= $3
+                    ORDER BY a.version LIMIT $4
+                ) a ON true
+                WHERE st.name = $1
+                ORDER BY a.version
                 """,
             binds: bindings)
     }

@@ -194,6 +194,36 @@ struct ReplicatedStoreTests {
         await writer.close()
     }
 
+    // Trimming deletes the actions at and below the oldest kept snapshot: with one snapshot kept,
+    // at its version the stream holds no action at all, and a follower further behind reads an
+    // empty tail. It must not take that for being caught up.
+    @Test("a follower behind a trim that left no action after it stops with trimmed, its lag says how far")
+    func followerBehindTrimToTheHead() async throws {
+        let stream = try TestServer.stream("trim-head")
+        var options = ReplicationOptions()
+        options.snapshotEvery = 2
+        options.snapshotsKept = 1
+        options.trimsActions = true
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        var following = ReplicationOptions()
+        following.notifies = false
+        following.pollInterval = 3600  // it reads only when asked: catchUp below
+        let follower = try await ReplicatedStore.follow(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: following)
+        for index in 1...6 { try await writer.dispatch(Add(by: index, tag: "t\(index)")) }
+        let left = try await TestServer.sql(
+            "SELECT count(*) FROM \(stream.schema).actions WHERE stream = \(TestServer.literal(stream.stream))")
+        #expect(left == [["0"]])
+        await #expect(throws: ReplicationError.self) { try await follower.catchUp() }
+        let failure = await follower.failure
+        #expect(failure?.kind == .trimmed && failure?.version == 1, "\(String(describing: failure))")
+        #expect(follower.store.version == 0, "it keeps the state it had")
+        #expect(await follower.lag.versions == 6)
+        await follower.close()
+        await writer.close()
+    }
+
     @Test("reducers that are not deterministic are reported as divergence at the snapshot's version")
     func divergence() async throws {
         let stream = try TestServer.stream("divergence")
