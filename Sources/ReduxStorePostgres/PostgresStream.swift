@@ -16,10 +16,11 @@ import Musl
 /// `user:password@`, `host:port`, `/database` and `?sslmode=…&host=…&port=…` parts, percent-encoded)
 /// or a `key=value` string (`host=… port=… user=… password=… dbname=… sslmode=…`, values with
 /// spaces in single quotes). What it leaves out comes from the usual variables, `PGHOST`,
-/// `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE` and `PGSSLMODE`, then from libpq's defaults
-/// (the Unix socket in `/var/run/postgresql`, port 5432, the user the program runs as, a database
-/// named after the user, `sslmode=prefer`). A host that starts with `/` is a folder holding the
-/// server's Unix socket.
+/// `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE` and `PGAPPNAME`, then from libpq's
+/// defaults (the Unix socket in `/var/run/postgresql`, port 5432, the user the program runs as, a
+/// database named after the user, `sslmode=prefer`). A host that starts with `/` is a folder
+/// holding the server's Unix socket. `application_name` is given to the server by every session
+/// of the library (``applicationName``), so that operators see who is connected.
 ///
 /// `sslmode`: `disable` (plain TCP), `prefer` (TLS when the server offers it; the default),
 /// `require`, `verify-ca` or `verify-full` (TLS or no connection; `require` does not check the
@@ -46,6 +47,9 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     public let stream: String
     /// The schema the library keeps its tables in (created when missing).
     public let schema: String
+    /// The name every session of the library gives the server (`application_name` in the
+    /// connection string, or `PGAPPNAME`), which `pg_stat_activity` shows operators; `nil`: none.
+    public let applicationName: String?
 
     /// A stream on a server.
     ///
@@ -76,7 +80,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
         }
         let environment: [String: String] = [
             "host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD",
-            "dbname": "PGDATABASE", "sslmode": "PGSSLMODE",
+            "dbname": "PGDATABASE", "sslmode": "PGSSLMODE", "application_name": "PGAPPNAME",
         ]
         for (key, variable) in environment where settings[key] == nil {
             if let value = getenv(variable).map({ String(cString: $0) }), !value.isEmpty {
@@ -100,6 +104,11 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
         self.tls = tls
         self.stream = stream
         self.schema = schema
+        let name = settings["application_name"] ?? ""
+        guard !name.utf8.contains(0) else {
+            throw ReplicationError(.invalidArgument, stream: stream, "connection string: application_name holds NUL")
+        }
+        applicationName = name.isEmpty ? nil : name
     }
 
     /// `postgres://user@host:port/database (stream "name", schema "reduxstore")`: where, without the
@@ -114,7 +123,9 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
         host.hasPrefix("/") ? "the Unix socket in \(host) (port \(port))" : "\(host):\(port)"
     }
 
-    private static let urlKeys: Set<String> = ["host", "port", "user", "password", "dbname", "sslmode"]
+    private static let urlKeys: Set<String> = [
+        "host", "port", "user", "password", "dbname", "sslmode", "application_name",
+    ]
 
     /// The settings of a `postgres://` URL.
     static func parseURL(_ text: String) throws(ReplicationError) -> [String: String] {
@@ -172,7 +183,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     }
 
     /// libpq keywords this library accepts and does not use.
-    private static let ignoredKeys: Set<String> = ["application_name", "connect_timeout", "client_encoding"]
+    private static let ignoredKeys: Set<String> = ["connect_timeout", "client_encoding"]
 
     /// The settings of a `key=value key='value with spaces'` string.
     static func parseKeywords(_ text: String) throws(ReplicationError) -> [String: String] {

@@ -71,6 +71,9 @@ enum StreamConnection {
             configuration.options.tlsServerName = stream.host
         }
         configuration.options.additionalStartupParameters = sessionSettings(appends: appends)
+        if let name = stream.applicationName {
+            configuration.options.additionalStartupParameters.append(("application_name", name))
+        }
         do {
             return try await PostgresConnection.connect(
                 on: channel.eventLoop, configuration: configuration,

@@ -14,6 +14,7 @@ struct PostgresStreamTests {
         #expect(stream.database == "orders")
         #expect(stream.tls == .require)
         #expect(stream.schema == "reduxstore")
+        #expect(stream.applicationName == "x")
         #expect(!stream.description.contains("p:ss"))
         #expect(stream.description.contains("app@corp@db.example:6543/orders"))
 

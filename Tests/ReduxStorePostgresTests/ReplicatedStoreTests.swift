@@ -194,6 +194,21 @@ struct ReplicatedStoreTests {
         await writer.close()
     }
 
+    @Test("application_name in the connection string reaches the server: operators see who is connected")
+    func applicationName() async throws {
+        let name = "tally-app-\(UInt32.random(in: 0...UInt32.max))"
+        let named = try PostgresStream(
+            connection: try TestServer.url() + "?application_name=\(name)", stream: "named-\(name)")
+        #expect(named.applicationName == name)
+        let writer = try await ReplicatedStore.open(
+            named, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions)
+        try await writer.dispatch(Add(by: 1, tag: "named"))
+        let sessions = try await TestServer.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = \(TestServer.literal(name))")
+        #expect((Int(sessions.first?.first ?? "") ?? 0) >= 1, "\(sessions)")
+        await writer.close()
+    }
+
     // Trimming deletes the actions at and below the oldest kept snapshot: with one snapshot kept,
     // at its version the stream holds no action at all, and a follower further behind reads an
     // empty tail. It must not take that for being caught up.
