@@ -46,8 +46,10 @@ extern "C" {
  *
  * `connection`: a libpq-style URL ("postgres://user:password@host:port/db?sslmode=require") or
  * key=value string ("host=/var/run/postgresql dbname=app"); "" or a missing setting takes the
- * usual PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE and PGSSLMODE variables. TLS is
- * postgres-nio's (sslmode "require" or "verify-full"). No error message ever shows the password.
+ * usual PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE and PGAPPNAME variables. TLS is
+ * postgres-nio's (sslmode "require" or "verify-full"). An application_name (or PGAPPNAME) is
+ * given to the server by every session, so that operators see who is connected in
+ * pg_stat_activity. No error message ever shows the password.
  *
  * The store's version is the stream's version it applied. On it:
  *   - rdx_store_dispatch_action(), rdx_store_dispatch_json() (and their _at forms) return
@@ -119,6 +121,99 @@ extern "C" {
 RDX_API rdx_store *rdx_store_open_stream(const char *connection, const char *stream,
                                          json_object *initial_state, const rdx_reducer *reducers,
                                          size_t reducer_count, rdx_status *status);
+
+/*
+ * How a replicated store writes snapshots, keeps history and waits for new actions: the options
+ * of the Swift library's ReplicationOptions, with the same defaults and ranges. Fill one with
+ * rdx_stream_options_init(), then change the fields you want (a later version may add fields,
+ * which init sets):
+ *
+ *     rdx_stream_options options;
+ *     rdx_stream_options_init(&options);
+ *     options.snapshot_every = 10000;
+ *     options.trims_actions = 1;          // actions older than the oldest kept snapshot may go
+ *     store = rdx_store_open_stream_with_options(url, "tally", zero, reducers, 1, &options, &status);
+ *
+ * A value out of range is refused (RDX_EINVAL, rdx_last_error() naming the field); nothing is
+ * opened.
+ */
+typedef struct rdx_stream_options {
+    /* Where the library keeps its tables, a PostgreSQL schema (created when missing). NULL:
+     * "reduxstore". Processes sharing a stream name the same schema. Borrowed for the call. */
+    const char *schema;
+    /* A writer stores the state as a snapshot at every version that is a multiple of this (the
+     * writer that committed that version stores it). 0: never by count. Default 1000. */
+    int64_t snapshot_every;
+    /* A writer also stores a snapshot when it commits and the newest one it stored (or started
+     * from) is older than this many seconds. 0: never by time. Default 300. */
+    double snapshot_interval;
+    /* How many of the newest snapshots to keep (older ones are deleted when a writer stores a
+     * new one). At least 1. Default 3. */
+    int64_t snapshots_kept;
+    /* Nonzero: a writer deletes the actions at and below the oldest snapshot it keeps. A process
+     * starts from a snapshot, so nothing a new process needs is lost; a follower further behind
+     * than the oldest kept snapshot stops (RDX_ECORRUPT, "trimmed"). Default 0: every action is
+     * kept. */
+    int trims_actions;
+    /* Nonzero: a writer wakes the other processes with PostgreSQL's NOTIFY after its commits and
+     * a replica listens for it; without it they find new actions by polling. Default 1. */
+    int notifies;
+    /* How often, in seconds, a replica looks for new actions when no notification came: the
+     * longest a missed notification delays it. More than 0, at most 3600. Default 0.1. */
+    double poll_interval;
+    /* How many actions one commit writes at most (group commit). 1 to 10000. Default 1000. */
+    int64_t maximum_batch;
+    /* How many actions one read of the stream's tail fetches. 1 to 1000000. Default 10000. */
+    int64_t read_batch;
+    /* How long, in seconds, a dispatch, and opening or following a stream, wait for a lost
+     * connection to come back (a server starting, a full connection table) before they fail with
+     * RDX_EIO. 0 or more. Default 30. */
+    double reconnect_timeout;
+} rdx_stream_options;
+
+/* Sets every field of `options` to its default (above). NULL is a no-op. */
+RDX_API void rdx_stream_options_init(rdx_stream_options *options);
+
+/*
+ * rdx_store_open_stream() with `options` (borrowed for the call; NULL: the defaults, as
+ * rdx_store_open_stream() has them). Returns and fails as rdx_store_open_stream() does, and with
+ * RDX_EINVAL for an option out of range or a schema name PostgreSQL cannot take.
+ */
+RDX_API rdx_store *rdx_store_open_stream_with_options(const char *connection, const char *stream,
+                                                      json_object *initial_state,
+                                                      const rdx_reducer *reducers, size_t reducer_count,
+                                                      const rdx_stream_options *options,
+                                                      rdx_status *status);
+
+/*
+ * Follows the stream read-only: starts as rdx_store_open_stream_with_options() does (the
+ * library's tables are created when missing; the snapshots it compares are confirmed, its only
+ * writes), then applies new versions as they are committed, woken by notifications and by a poll
+ * every options->poll_interval seconds. It never appends an action: every dispatch to the store
+ * (rdx_store_dispatch_action(), rdx_store_dispatch_json(), a batch, their _at forms) is refused
+ * with RDX_EINVAL, rdx_last_error() saying the store follows the stream read-only; so are
+ * rdx_store_enqueue_action() and rdx_store_restore_version(). Read, observe and journal it as any
+ * store. Returns a NEW store with one reference, or NULL with *status set, as rdx_store_open_stream().
+ */
+RDX_API rdx_store *rdx_store_follow_stream(const char *connection, const char *stream,
+                                           json_object *initial_state, const rdx_reducer *reducers,
+                                           size_t reducer_count, const rdx_stream_options *options,
+                                           rdx_status *status);
+
+/*
+ * How far a replicated store (opened or followed) is behind its stream, as far as this process
+ * knows: *versions_behind is the newest version of the stream it has heard of less the version
+ * it applied, *seconds_behind how long the oldest version it knows of and has not applied has
+ * been known (0 when caught up). Either pointer may be NULL. Thread-safe.
+ *
+ * Returns RDX_OK while the replica runs. When it has stopped, the lag is still written and the
+ * status says why, rdx_last_error() naming the stream and the version: RDX_EDECODE (a stored
+ * action this store refuses), RDX_ECORRUPT (a state that differs from a stored snapshot, or
+ * versions trimmed before it applied them), RDX_EIO (a fault that could not heal). RDX_EINVAL: a
+ * NULL store, or one that is not replicated (not from rdx_store_open_stream*() or
+ * rdx_store_follow_stream()).
+ */
+RDX_API rdx_status rdx_store_stream_lag(rdx_store *store, double *seconds_behind, uint64_t *versions_behind);
 
 #ifdef __cplusplus
 }

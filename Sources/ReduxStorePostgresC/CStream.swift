@@ -6,11 +6,26 @@ internal import CJSONC
 public import CReduxStoreAPI
 import ReduxStore
 import ReduxStorePostgres
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @c @implementation
 public func rdx_store_open_stream(
     _ connection: UnsafePointer<CChar>?, _ stream: UnsafePointer<CChar>?, _ initialState: OpaquePointer?,
     _ reducers: UnsafePointer<rdx_reducer>?, _ reducerCount: Int, _ status: UnsafeMutablePointer<rdx_status>?
+) -> OpaquePointer? {
+    openStream(connection, stream, initialState, reducers, reducerCount, options: nil, writes: true, status)
+}
+
+/// The three ways C opens a stream (`rdx_store_open_stream`, `…_with_options`,
+/// `rdx_store_follow_stream`): the arguments checked, the stream opened on a task this call
+/// waits for, the store or NULL with `status` and `rdx_last_error()` set.
+func openStream(
+    _ connection: UnsafePointer<CChar>?, _ stream: UnsafePointer<CChar>?, _ initialState: OpaquePointer?,
+    _ reducers: UnsafePointer<rdx_reducer>?, _ reducerCount: Int, options: UnsafePointer<rdx_stream_options>?,
+    writes: Bool, _ status: UnsafeMutablePointer<rdx_status>?
 ) -> OpaquePointer? {
     do throws(CFailure) {
         guard let connection else {
@@ -26,15 +41,17 @@ public func rdx_store_open_stream(
         guard let connectionText = String(validatingCString: connection) else {
             throw CFailure(RDX_EINVAL, "connection is not UTF-8 text")
         }
+        let (replication, schema) = try CStreamOptions.read(options, stream: streamName)
         let target: PostgresStream
         do {
-            target = try PostgresStream(connection: connectionText, stream: streamName)
+            target = try PostgresStream(connection: connectionText, stream: streamName, schema: schema)
         } catch {
             throw CFailure(error)
         }
         // The pointers C passed stay valid for the task that uses them: this call waits for it.
         let request = CStreamOpening(
-            stream: target, initialState: initialState, reducers: reducers, reducerCount: reducerCount)
+            stream: target, options: replication, writes: writes, initialState: initialState, reducers: reducers,
+            reducerCount: reducerCount)
         let store = try blockingWait { () async throws(CFailure) -> CStorePointer in
             try await request.open()
         }.get()
@@ -83,6 +100,9 @@ struct CStorePointer: @unchecked Sendable {
 /// pointers are C's, borrowed for the call, which waits for the task.
 struct CStreamOpening: @unchecked Sendable {
     let stream: PostgresStream
+    let options: ReplicationOptions
+    /// Whether the store may dispatch (`rdx_store_open_stream*`) or only follows.
+    let writes: Bool
     let initialState: OpaquePointer
     let reducers: UnsafePointer<rdx_reducer>?
     let reducerCount: Int
@@ -90,15 +110,13 @@ struct CStreamOpening: @unchecked Sendable {
     /// Opens the stream, creates the forwarding store at the newest snapshot, catches up and
     /// starts following.
     func open() async throws(CFailure) -> CStorePointer {
-        let options: ReplicationOptions
         let opened: OpenedStream
         do {
-            options = try ReplicationOptions().validated(stream: stream.stream)
-            opened = try await OpenedStream.open(stream, writes: true, reconnectTimeout: options.reconnectTimeout)
+            opened = try await OpenedStream.open(stream, writes: writes, reconnectTimeout: options.reconnectTimeout)
         } catch {
             throw CFailure(error)
         }
-        let replica = CStreamReplica(stream: stream.stream)
+        let replica = CStreamReplica(stream: stream.stream, writes: writes)
         let store: OpaquePointer
         do throws(CFailure) {
             store = try makeStore(at: opened.version, state: opened.state, replica: replica)
@@ -107,9 +125,9 @@ struct CStreamOpening: @unchecked Sendable {
             throw error
         }
         let replicator = Replicator(
-            stream: stream, schema: opened.schema, options: options, target: CReplicaTarget(store: store),
-            logger: opened.logger, writes: true, connection: opened.connection)
-        replica.start(replicator)
+            stream: stream, schema: opened.schema, options: options, target: CReplicaTarget(store: store, applying: replica.applying),
+            logger: opened.logger, writes: writes, connection: opened.connection)
+        replica.start(replicator, store: store)
         do {
             try await replicator.catchUp(through: nil)
         } catch {
@@ -153,11 +171,48 @@ struct CStreamOpening: @unchecked Sendable {
 /// The replication of one C store: what its forwarded dispatches are committed through.
 final class CStreamReplica: Sendable {
     let stream: String
+    /// Whether the store may dispatch: false for `rdx_store_follow_stream`'s.
+    let writes: Bool
+    /// The thread applying the stream's actions to the store, shared with its ``CReplicaTarget``.
+    let applying = ApplyingThread()
     private let replicator = Locked<Replicator?>(nil)
 
-    init(stream: String) { self.stream = stream }
+    /// The replicas of the C stores open now, by store, for ``lag(of:)``.
+    private static let open = Locked<[UInt: CStreamReplica]>([:])
 
-    func start(_ replicator: Replicator) { self.replicator.withLock { $0 = replicator } }
+    init(stream: String, writes: Bool) {
+        self.stream = stream
+        self.writes = writes
+    }
+
+    /// Starts committing and following through `replicator`, for `store`.
+    func start(_ replicator: Replicator, store: OpaquePointer) {
+        self.replicator.withLock { $0 = replicator }
+        Self.open.withLock { $0[UInt(bitPattern: store)] = self }
+    }
+
+    /// The replica of `store`, or nil when it is not a replicated C store.
+    static func of(_ store: OpaquePointer) -> CStreamReplica? {
+        open.withLock { $0[UInt(bitPattern: store)] }
+    }
+
+    /// How far the replica is behind its stream, and what stopped it (nil while it runs). Read on
+    /// the replicator's actor: refused on the thread applying the stream (one of the store's
+    /// callbacks), where the actor waits for the callback.
+    func lag() throws(CFailure) -> (ReplicationLag, ReplicationError?) {
+        guard !applying.isCurrent else {
+            throw CFailure(
+                RDX_EINVAL,
+                "stream \"\(stream)\": rdx_store_stream_lag was called from one of the store's callbacks, while it applies the stream: it would wait for itself")
+        }
+        guard let replicator = replicator.withLock({ $0 }) else {
+            throw CFailure(RDX_EINVAL, "stream \"\(stream)\": the replicated store is not open yet")
+        }
+        let result = blockingWait { () async -> CStreamLag in
+            CStreamLag(lag: await replicator.lag, failure: await replicator.failure)
+        }.get()
+        return (result.lag, result.failure)
+    }
 
     /// Commits an action and waits (on C's thread) until it is applied here.
     func dispatch(
@@ -166,6 +221,11 @@ final class CStreamReplica: Sendable {
         do throws(CFailure) {
             guard let replicator = replicator.withLock({ $0 }) else {
                 throw CFailure(RDX_EINVAL, "stream \"\(stream)\": the replicated store is not open yet")
+            }
+            guard writes else {
+                throw CFailure(
+                    RDX_EINVAL,
+                    "stream \"\(stream)\": this store follows the stream read-only (rdx_store_follow_stream): open it with rdx_store_open_stream to dispatch; nothing was stored")
             }
             // Checked here, on C's thread: a child after fork has none of the threads the wait
             // below would need.
@@ -215,6 +275,9 @@ final class CStreamReplica: Sendable {
 
     /// Waits for the dispatches on their way, stops following, closes the connections.
     func close() {
+        Self.open.withLock { open in
+            if let key = open.first(where: { $0.value === self })?.key { open[key] = nil }
+        }
         guard let replicator = replicator.withLock({ $0 }) else { return }
         // A child after fork lets its copy go: the connections are its parent's.
         guard replicator.forked() == nil else { return }
@@ -242,16 +305,19 @@ private let releaseReplica: rdx_release_fn = { context in
 struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
     // @unchecked: C's stores may be used from any thread.
     let store: OpaquePointer
+    let applying: ApplyingThread
 
     var version: UInt64 { rdx_store_version(store) }
 
     func apply(_ row: StreamRow) throws(StoreError) {
         let payload = try JSONCText.parse(row.payload)
         defer { json_object_put(payload) }
-        let status = row.identifier.withCString { identifier in
-            row.source.isEmpty
-                ? rdx_store_apply_forwarded(store, identifier, payload, nil)
-                : row.source.withCString { rdx_store_apply_forwarded(store, identifier, payload, $0) }
+        let status = applying.marking {
+            row.identifier.withCString { identifier in
+                row.source.isEmpty
+                    ? rdx_store_apply_forwarded(store, identifier, payload, nil)
+                    : row.source.withCString { rdx_store_apply_forwarded(store, identifier, payload, $0) }
+            }
         }
         guard status == RDX_OK else {
             throw StoreError(.decode, rdx_last_error().map { String(cString: $0) } ?? "refused (\(status.rawValue))")
@@ -272,3 +338,19 @@ struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
     }
 }
 
+
+/// The thread applying the stream's actions to a C store right now (its reducers, listeners and
+/// observers run there, one at a time), or none.
+final class ApplyingThread: Sendable {
+    private let thread = Atomic<UInt>(0)
+
+    /// Runs `body` as the applying thread.
+    func marking<T>(_ body: () -> T) -> T {
+        thread.store(UInt(pthread_self()), ordering: .relaxed)
+        defer { thread.store(0, ordering: .relaxed) }
+        return body()
+    }
+
+    /// Whether the calling thread is applying the stream now.
+    var isCurrent: Bool { thread.load(ordering: .relaxed) == UInt(pthread_self()) }
+}

@@ -259,6 +259,146 @@ static void check_numbers(void)
     json_object_put(empty);
 }
 
+/* The options: their defaults, and a value out of range refused by the C field's name. */
+static void check_options(json_object *zero)
+{
+    rdx_stream_options options;
+    rdx_status status = RDX_OK;
+    rdx_stream_options_init(NULL);
+    memset(&options, 0xff, sizeof options);
+    rdx_stream_options_init(&options);
+    CHECK(options.schema == NULL);
+    CHECK_EQ_INT(options.snapshot_every, 1000);
+    CHECK(options.snapshot_interval == 300.0);
+    CHECK_EQ_INT(options.snapshots_kept, 3);
+    CHECK_EQ_INT(options.trims_actions, 0);
+    CHECK_EQ_INT(options.notifies, 1);
+    CHECK(options.poll_interval == 0.1);
+    CHECK_EQ_INT(options.maximum_batch, 1000);
+    CHECK_EQ_INT(options.read_batch, 10000);
+    CHECK(options.reconnect_timeout == 30.0);
+    options.snapshots_kept = 0;
+    CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "snapshots_kept") != NULL);
+    rdx_stream_options_init(&options);
+    options.poll_interval = 0;
+    CHECK(rdx_store_follow_stream(url, stream, zero, reducers, 1, &options, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "poll_interval") != NULL);
+    rdx_stream_options_init(&options);
+    options.maximum_batch = 10001;
+    CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "maximum_batch") != NULL);
+    rdx_stream_options_init(&options);
+    options.schema = "no such\xff";
+    CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+}
+
+/* A follower on `store`'s stream: applies every version the writer commits, in order; never
+ * writes; says how far behind it is. */
+static void check_follower(rdx_store *store, json_object *zero)
+{
+    rdx_stream_options options;
+    rdx_status status = RDX_OK;
+    rdx_store *follower, *plain;
+    double seconds = -1;
+    uint64_t versions = 99, before;
+    int i;
+    rdx_stream_options_init(&options);
+    options.poll_interval = 0.05;
+    follower = rdx_store_follow_stream(url, stream, zero, reducers, 1, &options, &status);
+    CHECK_STATUS(status, RDX_OK);
+    if (!CHECK(follower != NULL)) {
+        fprintf(stderr, "    %s\n", rdx_last_error());
+        return;
+    }
+    before = rdx_store_version(store);
+    CHECK(wait_for(follower, before));
+    CHECK(store_tally(follower).digest == store_tally(store).digest);
+    /* It never writes: every dispatch is refused, and nothing changes. */
+    CHECK_STATUS(rdx_store_dispatch_json(follower, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"f\"}}"),
+                 RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "read-only") != NULL);
+    CHECK_STATUS(rdx_store_dispatch_action(follower, "add", NULL), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_enqueue_action(follower, "add", NULL), RDX_EINVAL);
+    CHECK_EQ_INT(rdx_store_version(follower), before);
+    CHECK_EQ_INT(rdx_store_version(store), before);
+    /* What the writer commits reaches it. */
+    for (i = 0; i < 5; i++) {
+        CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":7,\"tag\":\"to-follower\"}}"),
+                     RDX_OK);
+    }
+    CHECK(wait_for(follower, before + 5));
+    CHECK_EQ_INT(rdx_store_version(follower), before + 5);
+    CHECK(store_tally(follower).digest == store_tally(store).digest);
+    /* Its lag: nothing behind once caught up; either pointer may be NULL. */
+    CHECK_STATUS(rdx_store_stream_lag(follower, &seconds, &versions), RDX_OK);
+    CHECK_EQ_INT(versions, 0);
+    CHECK(seconds == 0.0);
+    CHECK_STATUS(rdx_store_stream_lag(follower, NULL, NULL), RDX_OK);
+    CHECK_STATUS(rdx_store_stream_lag(store, NULL, &versions), RDX_OK);
+    /* A store that is not replicated has no lag. */
+    CHECK_STATUS(rdx_store_stream_lag(NULL, &seconds, &versions), RDX_EINVAL);
+    plain = rdx_store_create(zero, reducers, 1, &status);
+    if (CHECK(plain != NULL)) {
+        CHECK_STATUS(rdx_store_stream_lag(plain, &seconds, &versions), RDX_EINVAL);
+        CHECK(strstr(rdx_last_error(), "not replicated") != NULL);
+        rdx_store_release(plain);
+    }
+    rdx_store_release(follower);
+}
+
+/* A follower further behind than the oldest kept snapshot, on a stream a writer trims: it stops
+ * (RDX_ECORRUPT, "trimmed"), which its lag says, and keeps the state it had. */
+static void check_trimmed_follower(json_object *zero)
+{
+    rdx_stream_options options;
+    rdx_status status = RDX_OK;
+    rdx_store *writer, *follower;
+    char name[160];
+    double seconds = -1;
+    uint64_t versions = 0;
+    int i, stopped = 0;
+    snprintf(name, sizeof name, "%s-trim", stream);
+    rdx_stream_options_init(&options);
+    options.snapshot_every = 2;
+    options.snapshots_kept = 1;
+    options.trims_actions = 1;
+    writer = rdx_store_open_stream_with_options(url, name, zero, reducers, 1, &options, &status);
+    if (!CHECK(writer != NULL)) {
+        fprintf(stderr, "    %s\n", rdx_last_error());
+        return;
+    }
+    /* Woken by nothing but a poll every 3 s: it reads nothing while the writer commits six
+     * actions, snapshots at 2, 4 and 6, and trims every action up to the one snapshot kept. */
+    rdx_stream_options_init(&options);
+    options.notifies = 0;
+    options.poll_interval = 3;
+    follower = rdx_store_follow_stream(url, name, zero, reducers, 1, &options, &status);
+    CHECK_STATUS(status, RDX_OK);
+    if (follower != NULL) {
+        for (i = 0; i < 6; i++) {
+            CHECK_STATUS(rdx_store_dispatch_json(writer, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"t\"}}"),
+                         RDX_OK);
+        }
+        for (i = 0; i < 1000 && !stopped; i++) {
+            struct timespec pause = {0, 10000000};
+            stopped = rdx_store_stream_lag(follower, &seconds, &versions) != RDX_OK;
+            if (!stopped) nanosleep(&pause, NULL);
+        }
+        CHECK(stopped);
+        CHECK_STATUS(rdx_store_stream_lag(follower, &seconds, &versions), RDX_ECORRUPT);
+        CHECK(strstr(rdx_last_error(), "trimmed") != NULL);
+        CHECK_EQ_INT(rdx_store_version(follower), 0);
+        CHECK_EQ_INT(versions, 6);
+        rdx_store_release(follower);
+    }
+    rdx_store_release(writer);
+}
+
 int main(void)
 {
     const char *check = getenv("RDX_REPLICA_CHECK");
@@ -435,6 +575,15 @@ int main(void)
         CHECK(store_tally(store).digest == store_tally(later).digest);
         rdx_store_release(later);
     }
+
+    TEST("options: the defaults; a value out of range is refused by its C name, and nothing opens");
+    check_options(zero);
+
+    TEST("a follower applies what is committed, never writes, and says how far behind it is");
+    check_follower(store, zero);
+
+    TEST("a follower behind a writer that trims stops with trimmed, which its lag says");
+    check_trimmed_follower(zero);
 
     TEST("numbers reach every replica as written: json-c's int and double alike");
     check_numbers();
