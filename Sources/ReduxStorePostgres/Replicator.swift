@@ -165,13 +165,21 @@ package actor Replicator {
                 guard let self, await self.followOnce() else { return }
             }
         })
+        listenerRunning = true
         tasks.append(Task { [weak self] in
             while !Task.isCancelled {
-                guard let self, await self.listenOnce() else { return }
+                guard let self, await self.listenOnce() else { break }
                 try? await Task.sleep(for: interval)
             }
+            await self?.listenerEnded()
         })
     }
+
+    /// Whether the listener's task runs: ``close()`` waits for it, so that no connection of
+    /// its is left opening (or authenticating) once the replica is closed.
+    private var listenerRunning = false
+
+    private func listenerEnded() { listenerRunning = false }
 
     /// Applies what was committed since the last look; false once the replica is closed or failed.
     private func followOnce() async -> Bool {
@@ -217,6 +225,11 @@ package actor Replicator {
             connection = try await StreamConnection.connect(stream, logger: logger)
         } catch {
             return !closed && failure == nil
+        }
+        // Closed while it connected: its connection is closed here, before ``close()`` returns.
+        guard !closed, failure == nil else {
+            try? await connection.close()
+            return false
         }
         let wake = self.wake
         let channel = self.channel
@@ -525,7 +538,12 @@ package actor Replicator {
         await drop(.read)
         try? await listening?.close()
         // A read on its way resumes on this actor meanwhile and ends at its next check: once
-        // none is left, nothing touches the target (which the caller may free) again.
-        while reading > 0 { try? await Task.sleep(for: .milliseconds(5)) }
+        // none is left, nothing touches the target (which the caller may free) again. The
+        // listener ends too, closing a connection it was opening (bounded by connecting's own
+        // timeout, and here by the same).
+        let deadline = ContinuousClock.now + StreamConnection.connectTimeout
+        while reading > 0 || (listenerRunning && ContinuousClock.now < deadline) {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 }
