@@ -210,8 +210,9 @@ RDX_API rdx_store *rdx_store_follow_stream(const char *connection, const char *s
  * status says why, rdx_last_error() naming the stream and the version: RDX_EDECODE (a stored
  * action this store refuses), RDX_ECORRUPT (a state that differs from a stored snapshot, or
  * versions trimmed before it applied them), RDX_EIO (a fault that could not heal). RDX_EINVAL: a
- * NULL store, or one that is not replicated (not from rdx_store_open_stream*() or
- * rdx_store_follow_stream()).
+ * NULL store, one that is not replicated (not from rdx_store_open_stream*() or
+ * rdx_store_follow_stream()), or a call from one of the store's own callbacks (its reducers,
+ * listeners and observers run on the thread applying the stream, which the answer waits for).
  */
 RDX_API rdx_status rdx_store_stream_lag(rdx_store *store, double *seconds_behind, uint64_t *versions_behind);
 

@@ -106,6 +106,26 @@ static void observe(rdx_store *store, const char *name, uint64_t version, void *
     pthread_mutex_unlock(&h->lock);
 }
 
+/* An observer that asks for the lag: refused on the thread applying the stream, never a hang. */
+typedef struct asked_lag {
+    pthread_mutex_t lock;
+    rdx_status status;
+    int said_why;
+} asked_lag;
+
+static void ask_lag(rdx_store *store, const char *name, uint64_t version, void *context)
+{
+    asked_lag *asked = context;
+    uint64_t versions = 0;
+    rdx_status status = rdx_store_stream_lag(store, NULL, &versions);
+    (void)name;
+    (void)version;
+    pthread_mutex_lock(&asked->lock);
+    asked->status = status;
+    asked->said_why = strstr(rdx_last_error(), "callbacks") != NULL;
+    pthread_mutex_unlock(&asked->lock);
+}
+
 /* ---- Writers. */
 
 typedef struct writer {
@@ -304,9 +324,12 @@ static void check_follower(rdx_store *store, json_object *zero)
     rdx_stream_options options;
     rdx_status status = RDX_OK;
     rdx_store *follower, *plain;
+    asked_lag asked;
     double seconds = -1;
     uint64_t versions = 99, before;
     int i;
+    memset(&asked, 0, sizeof asked);
+    pthread_mutex_init(&asked.lock, NULL);
     rdx_stream_options_init(&options);
     options.poll_interval = 0.05;
     follower = rdx_store_follow_stream(url, stream, zero, reducers, 1, &options, &status);
@@ -317,6 +340,7 @@ static void check_follower(rdx_store *store, json_object *zero)
     }
     before = rdx_store_version(store);
     CHECK(wait_for(follower, before));
+    CHECK(rdx_store_add_observer(follower, NULL, ask_lag, &asked) != 0);
     CHECK(store_tally(follower).digest == store_tally(store).digest);
     /* It never writes: every dispatch is refused, and nothing changes. */
     CHECK_STATUS(rdx_store_dispatch_json(follower, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"f\"}}"),
@@ -333,6 +357,10 @@ static void check_follower(rdx_store *store, json_object *zero)
     }
     CHECK(wait_for(follower, before + 5));
     CHECK_EQ_INT(rdx_store_version(follower), before + 5);
+    pthread_mutex_lock(&asked.lock);
+    CHECK_STATUS(asked.status, RDX_EINVAL);
+    CHECK(asked.said_why);
+    pthread_mutex_unlock(&asked.lock);
     CHECK(store_tally(follower).digest == store_tally(store).digest);
     /* Its lag: nothing behind once caught up; either pointer may be NULL. */
     CHECK_STATUS(rdx_store_stream_lag(follower, &seconds, &versions), RDX_OK);
@@ -349,6 +377,7 @@ static void check_follower(rdx_store *store, json_object *zero)
         rdx_store_release(plain);
     }
     rdx_store_release(follower);
+    pthread_mutex_destroy(&asked.lock);
 }
 
 /* A follower further behind than the oldest kept snapshot, on a stream a writer trims: it stops
