@@ -1,7 +1,7 @@
-// The C function of include/reduxstore_postgres.h: a C store of libreduxstore.so, replicated by
-// the Swift library's Replicator. It reaches the store only through reduxstore.h's functions
-// (resolved from libreduxstore.so when a program loads both): the store is a forwarding one,
-// whose dispatches come here and whose stream's actions go back with rdx_store_apply_forwarded.
+// Opening a stream from C (include/reduxstore_postgres.h): a C store of libreduxstore.so,
+// replicated by the Swift library's Replicator. It reaches the store only through reduxstore.h's
+// functions (resolved from libreduxstore.so when a program loads both): the store is a forwarding
+// one, whose dispatches come here and whose stream's actions go back with rdx_store_apply_forwarded.
 internal import CJSONC
 public import CReduxStoreAPI
 import ReduxStore
@@ -125,8 +125,9 @@ struct CStreamOpening: @unchecked Sendable {
             throw error
         }
         let replicator = Replicator(
-            stream: stream, schema: opened.schema, options: options, target: CReplicaTarget(store: store, applying: replica.applying),
-            logger: opened.logger, writes: writes, connection: opened.connection)
+            stream: stream, schema: opened.schema, options: options,
+            target: CReplicaTarget(store: store, applying: replica.applying), logger: opened.logger, writes: writes,
+            connection: opened.connection)
         replica.start(replicator, store: store)
         do {
             try await replicator.catchUp(through: nil)
@@ -177,7 +178,7 @@ final class CStreamReplica: Sendable {
     let applying = ApplyingThread()
     private let replicator = Locked<Replicator?>(nil)
 
-    /// The replicas of the C stores open now, by store, for ``lag(of:)``.
+    /// The replicas of the C stores open now, by store, for ``of(_:)``.
     private static let open = Locked<[UInt: CStreamReplica]>([:])
 
     init(stream: String, writes: Bool) {
