@@ -421,8 +421,10 @@ static void check_trimmed_follower(json_object *zero)
         CHECK(stopped);
         CHECK_STATUS(rdx_store_stream_lag(follower, &seconds, &versions), RDX_ECORRUPT);
         CHECK(strstr(rdx_last_error(), "trimmed") != NULL);
-        CHECK_EQ_INT(rdx_store_version(follower), 0);
-        CHECK_EQ_INT(versions, 6);
+        /* Its state is the one it had (version 0, or 1 had its poll come between the first
+         * commit and the trim of the second, under valgrind's pace); the lag counts the rest. */
+        CHECK(rdx_store_version(follower) <= 1);
+        CHECK_EQ_INT(versions, 6 - rdx_store_version(follower));
         rdx_store_release(follower);
     }
     rdx_store_release(writer);
