@@ -431,6 +431,12 @@ package actor Replicator {
     func connection(_ role: Role) async throws(ReplicationError) -> PostgresConnection {
         if let live = current(role), !live.isClosed { return live }
         let made = try await StreamConnection.connect(stream, appends: role == .write, logger: logger)
+        // Closed while it connected: ``close()`` closed the connections it found, and this one is
+        // not kept either (the actor's last release would otherwise drop it open).
+        guard !closed else {
+            try? await made.close()
+            throw ReplicationError(.closed, stream: stream.stream, "the replicated store was closed")
+        }
         // Another task of this actor may have connected meanwhile (the await above lets it run).
         if let live = current(role), !live.isClosed {
             try? await made.close()
