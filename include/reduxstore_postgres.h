@@ -169,6 +169,14 @@ typedef struct rdx_stream_options {
      * connection to come back (a server starting, a full connection table) before they fail with
      * RDX_EIO. 0 or more. Default 30. */
     double reconnect_timeout;
+    /* A hot standby of the stream's server to read the stream from (a connection string as
+     * rdx_store_open_stream() takes), or NULL to read from the server written to. For
+     * rdx_store_follow_stream() only (a writer is refused with RDX_EINVAL): the follower runs
+     * every query on the standby and keeps one session on the primary that only LISTENs for
+     * wake-ups (none when notifies is 0); it never applies a version the standby has not
+     * replayed. The standby must stream from the primary and hold the library's tables (a writer
+     * on the primary makes them). Borrowed for the call. Default NULL. */
+    const char *standby;
 } rdx_stream_options;
 
 /* Sets every field of `options` to its default (above). NULL is a no-op. */
@@ -215,6 +223,17 @@ RDX_API rdx_store *rdx_store_follow_stream(const char *connection, const char *s
  * listeners and observers run on the thread applying the stream, which the answer waits for).
  */
 RDX_API rdx_status rdx_store_stream_lag(rdx_store *store, double *seconds_behind, uint64_t *versions_behind);
+
+/*
+ * For a follower on a hot standby (options->standby): *standby_versions is how many of the
+ * versions the primary announced the standby had not replayed yet at the follower's last read,
+ * the part of rdx_store_stream_lag()'s versions that is the standby's own delay (0 without
+ * notifications). When the follower's last read failed (the standby stopped or unreachable), the
+ * status is still RDX_OK and rdx_last_error() holds that read's error, which the follower tries
+ * again at every poll; else rdx_last_error() is left as it was. Returns and fails as
+ * rdx_store_stream_lag() does, and with RDX_EINVAL for a store that does not read from a standby.
+ */
+RDX_API rdx_status rdx_store_stream_standby_lag(rdx_store *store, uint64_t *standby_versions);
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,10 @@
 import Logging
 import PostgresNIO
 
-/// A stream as a process finds it when it opens it: a connection to its server, the library's
-/// tables created or migrated (and, for a writer, the stream's row), and the snapshot to start
-/// from. Every statement's wait is bounded, as a replica's are.
+/// A stream as a process finds it when it opens it: a connection to its server (or to the hot
+/// standby a follower reads from), the library's tables created or migrated (and, for a writer,
+/// the stream's row) — on a standby, which refuses writes, checked instead — and the snapshot to
+/// start from. Every statement's wait is bounded, as a replica's are.
 ///
 /// The snapshot to start from is the newest one a second process confirmed (its own hash there
 /// was the same) among those every action after which is still stored. With none, a new
@@ -22,15 +23,16 @@ package struct OpenedStream {
     /// full connection table: ``ReplicationError/isTransient``) is tried again with back-off,
     /// each attempt logged, until `reconnectTimeout` seconds have passed; the rest is thrown at
     /// once. Every step is safe to repeat.
+    /// With `standby`, everything is read from that server (a follower's).
     package static func open(
-        _ stream: PostgresStream, writes: Bool, reconnectTimeout: Double
+        _ stream: PostgresStream, writes: Bool, standby: PostgresStream? = nil, reconnectTimeout: Double
     ) async throws(ReplicationError) -> OpenedStream {
         let logger = Logger(label: "ReduxStorePostgres")
         let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(reconnectTimeout * 1e9)))
         var attempt = 0
         while true {
             do {
-                return try await openOnce(stream, writes: writes, logger: logger)
+                return try await openOnce(stream, writes: writes, standby: standby, logger: logger)
             } catch where error.isTransient && ContinuousClock.now < deadline {
                 attempt += 1
                 logger.warning(
@@ -42,13 +44,18 @@ package struct OpenedStream {
     }
 
     private static func openOnce(
-        _ stream: PostgresStream, writes: Bool, logger: Logger
+        _ stream: PostgresStream, writes: Bool, standby: PostgresStream?, logger: Logger
     ) async throws(ReplicationError) -> OpenedStream {
         let schema = StreamSchema(stream.schema)
-        // The first connection becomes the replica's appending one.
-        let connection = try await StreamConnection.connect(stream, appends: true, logger: logger)
+        // The first connection becomes the replica's appending one (on a standby: its reading one).
+        let server = standby ?? stream
+        let connection = try await StreamConnection.connect(server, appends: standby == nil, logger: logger)
         do {
-            try await schema.migrate(connection, logger: logger)
+            if standby == nil {
+                try await schema.migrate(connection, logger: logger)
+            } else {
+                try await schema.checkVersion(connection, logger: logger)
+            }
             if writes { _ = try await connection.rows(schema.createStream(stream.stream), logger: logger) }
             let version = try await start(stream, schema: schema, on: connection, logger: logger)
             var state: String?
@@ -61,7 +68,7 @@ package struct OpenedStream {
                 connection: connection, schema: schema, logger: logger, version: state == nil ? 0 : version, state: state)
         } catch {
             try? await connection.close()
-            throw StreamConnection.describe(error, stream)
+            throw StreamConnection.describe(error, server)
         }
     }
 

@@ -88,6 +88,11 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
             }
         }
         host = settings["host"] ?? "/var/run/postgresql"
+        guard !host.contains(",") else {
+            throw ReplicationError(
+                .invalidArgument, stream: stream,
+                "connection string: several hosts (libpq's failover list) are not supported: name one server, and after a failover open the stream anew on the promoted one")
+        }
         guard let port = Int(settings["port"] ?? "5432"), (1...65535).contains(port) else {
             throw ReplicationError(
                 .invalidArgument, stream: stream, "connection string: the port is not a number from 1 to 65535")

@@ -140,7 +140,9 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         options: ReplicationOptions, writes: Bool
     ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let options = try options.validated(stream: stream.stream)
-        let opened = try await OpenedStream.open(stream, writes: writes, reconnectTimeout: options.reconnectTimeout)
+        let standby = try options.standby(of: stream, writes: writes)
+        let opened = try await OpenedStream.open(
+            stream, writes: writes, standby: standby, reconnectTimeout: options.reconnectTimeout)
         var state = initialState
         if let text = opened.state {
             do {
@@ -160,7 +162,7 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
         let replicator = Replicator(
             stream: stream, schema: opened.schema, options: options,
             target: SwiftReplicaTarget(store: store, gate: gate, actions: actions),
-            logger: opened.logger, writes: writes, connection: opened.connection)
+            logger: opened.logger, writes: writes, standby: standby, connection: opened.connection)
         do {
             try await replicator.catchUp(through: nil)
         } catch {

@@ -37,6 +37,15 @@ public struct ReplicationOptions: Sendable {
     /// connection to come back (or a server to finish starting, or a full connection table to
     /// free a place) before they fail with ``ReplicationError/Kind/connection``. Default 30.
     public var reconnectTimeout: Double = 30
+    /// A hot standby of the stream's server to read the stream from (a libpq-style connection
+    /// string, as ``PostgresStream/init(connection:stream:schema:)`` takes), or nil to read from
+    /// the server written to. Writes always go to the primary, so only a follower
+    /// (``ReplicatedStore/follow(_:reducers:initialState:actions:options:)``) takes one: it runs
+    /// every query on the standby, and keeps one session on the primary that only `LISTEN`s for
+    /// wake-ups (none without ``notifies``). The standby must be a streaming replica of the
+    /// primary the stream is on, with the library's tables (made by a writer on the primary).
+    /// Default nil.
+    public var standbyConnection: String? = nil
 
     public init() {}
 
@@ -54,6 +63,23 @@ public struct ReplicationOptions: Sendable {
         try check(reconnectTimeout >= 0 && reconnectTimeout.isFinite, "reconnectTimeout must be 0 or more seconds")
         return self
     }
+
+    /// The hot standby ``standbyConnection`` names, as a stream of the same name and schema as
+    /// `stream`, or nil; an error when it does not parse, or when a writer (`writes`) is given one.
+    package func standby(of stream: PostgresStream, writes: Bool) throws(ReplicationError) -> PostgresStream? {
+        guard let standbyConnection else { return nil }
+        if writes {
+            throw ReplicationError(
+                .invalidArgument, stream: stream.stream,
+                "ReplicationOptions.standbyConnection is for followers: a writer reads from the server it writes to")
+        }
+        do {
+            return try PostgresStream(connection: standbyConnection, stream: stream.stream, schema: stream.schema)
+        } catch {
+            throw ReplicationError(
+                .invalidArgument, stream: stream.stream, "ReplicationOptions.standbyConnection: \(error.message)")
+        }
+    }
 }
 
 /// How far a replica is behind its stream.
@@ -63,4 +89,14 @@ public struct ReplicationLag: Sendable, Equatable {
     /// How long, in seconds, the oldest version it knows of and has not applied has been known:
     /// 0 when it is caught up.
     public let seconds: Double
+    /// For a follower on a hot standby (``ReplicationOptions/standbyConnection``): how many of
+    /// the versions the primary announced the standby had not replayed yet at this follower's
+    /// last read — the part of ``versions`` that is the standby's own delay. `nil` for a replica
+    /// that reads from the primary. (It counts what the primary's notifications announced: 0
+    /// without ``ReplicationOptions/notifies``.)
+    public let standbyVersions: UInt64?
+    /// Why the replica is behind, while it is: the error of its last attempt to read the stream
+    /// (a lost connection, a stopped standby…), which it tries again at every poll, keeping its
+    /// state. `nil` once a read succeeds. (What stops a replica for good is its `failure`.)
+    public let lastError: ReplicationError?
 }

@@ -48,8 +48,10 @@ extension Replicator {
 
     /// Records that this process's hash at `version` is the stored snapshot's: a second process
     /// confirmed it, and a new process may start from it. Best effort: a confirmation lost only
-    /// makes a new process start further back.
+    /// makes a new process start further back. A follower on a hot standby confirms nothing: it
+    /// writes nothing, and puts no statement on the primary.
     func confirm(_ version: UInt64, hash: String) async {
+        guard standby == nil else { return }
         _ = try? await withConnection(.write) { connection in
             try await connection.rows(
                 schema.confirmSnapshot(stream.stream, version: version, hash: hash, writer: writer), logger: logger)

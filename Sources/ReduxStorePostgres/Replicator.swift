@@ -77,6 +77,10 @@ package actor Replicator {
     let writer: String
     let channel: String
     let writes: Bool
+    /// The hot standby a follower reads from (``ReplicationOptions/standbyConnection``), or nil.
+    let standby: PostgresStream?
+    /// The server the `.read` connection goes to: the standby, or the stream's own.
+    var readServer: PostgresStream { standby ?? stream }
 
     private var writeConnection: PostgresConnection?
     private var readConnection: PostgresConnection?
@@ -102,7 +106,7 @@ package actor Replicator {
 
     package init(
         stream: PostgresStream, schema: StreamSchema, options: ReplicationOptions, target: any ReplicaTarget,
-        logger: Logger, writes: Bool, connection: PostgresConnection
+        logger: Logger, writes: Bool, standby: PostgresStream? = nil, connection: PostgresConnection
     ) {
         self.stream = stream
         self.schema = schema
@@ -110,9 +114,11 @@ package actor Replicator {
         self.target = target
         self.logger = logger
         self.writes = writes
+        self.standby = standby
         writer = Self.makeWriterName()
         channel = schema.channel(stream.stream)
-        writeConnection = connection
+        // The connection the stream was opened on: to the standby when it reads from one.
+        if standby == nil { writeConnection = connection } else { readConnection = connection }
         knownHead = target.version
         (wakeups, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -191,8 +197,13 @@ package actor Replicator {
             return true
         }
         do {
-            _ = try await catchUp(through: nil)
+            if standby != nil {
+                try await followStandby()
+            } else {
+                _ = try await catchUp(through: nil)
+            }
             try await checkSnapshots()
+            lastFollowingError = nil
         } catch {
             // What can heal is tried again at the next wake-up; closing ends the follower
             // without a failure to log.
@@ -210,6 +221,7 @@ package actor Replicator {
     private var lastFollowingWarning: ContinuousClock.Instant?
 
     private func noteFollowingError(_ error: ReplicationError) {
+        lastFollowingError = error
         if let last = lastFollowingWarning, last.duration(to: .now) < .seconds(5) { return }
         lastFollowingWarning = .now
         logger.warning("ReduxStorePostgres: \(error.description); following again at the next poll")
@@ -255,6 +267,37 @@ package actor Replicator {
     /// The listener's connection, closed by ``close()``.
     var listening: PostgresConnection?
 
+    /// The error of the last attempt to read the stream, until one succeeds (``lag``).
+    private var lastFollowingError: ReplicationError?
+
+    /// On a hot standby: the stream's head the standby had replayed at the last read.
+    private var standbyHead: UInt64 = 0
+
+    /// When a follower on a hot standby last began a read of it.
+    private var lastStandbyRead: ContinuousClock.Instant?
+
+    /// How often at most a follower reads from its standby: its load there is bounded (a few
+    /// hundred small reads a second however fast the primary commits) for a lag of as much more.
+    static let standbyReadSpacing = Duration.milliseconds(2)
+
+    /// Catches up from a hot standby. The primary's notification may come before the standby has
+    /// replayed the versions it announces: while it has not, the follower reads again every
+    /// ``standbyReadSpacing``, until it has them or a poll interval has passed (the next poll
+    /// takes over from there: a standby stopped or far behind costs one read per poll).
+    private func followStandby() async throws(ReplicationError) {
+        let start = ContinuousClock.now
+        let patience = Duration.nanoseconds(Int64(options.pollInterval * 1e9))
+        repeat {
+            if let last = lastStandbyRead {
+                let due = last + Self.standbyReadSpacing
+                if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
+            }
+            lastStandbyRead = .now
+            _ = try await catchUp(through: nil)
+        } while !closed && failure == nil && knownHead > target.version
+            && start.duration(to: .now) + Self.standbyReadSpacing < patience
+    }
+
     /// Notes that the stream has reached `head`.
     func learned(head: UInt64) {
         guard !closed else { return }
@@ -267,7 +310,10 @@ package actor Replicator {
         let applied = target.version
         let behind = knownHead > applied ? knownHead - applied : 0
         let seconds = behind == 0 ? 0 : behindSince.map { ($0.duration(to: .now)).seconds } ?? 0
-        return ReplicationLag(versions: behind, seconds: seconds)
+        let standbyBehind = standby == nil ? nil : knownHead > standbyHead ? knownHead - standbyHead : 0
+        return ReplicationLag(
+            versions: behind, seconds: seconds, standbyVersions: standbyBehind,
+            lastError: behind == 0 ? nil : lastFollowingError)
     }
 
     // MARK: Reading and applying
@@ -301,6 +347,7 @@ package actor Replicator {
             // The replica may have been closed while the rows came.
             try checkOpen()
             learned(head: tail.head)
+            if standby != nil { standbyHead = max(standbyHead, tail.head) }
             guard let first = rows.first else {
                 // The head (read with the rows) is past this replica, and no action follows it:
                 // they were trimmed. A follower would otherwise take itself for caught up.
@@ -430,7 +477,8 @@ package actor Replicator {
     /// The connection for `role`, connected anew if it was lost.
     func connection(_ role: Role) async throws(ReplicationError) -> PostgresConnection {
         if let live = current(role), !live.isClosed { return live }
-        let made = try await StreamConnection.connect(stream, appends: role == .write, logger: logger)
+        let made = try await StreamConnection.connect(
+            role == .read ? readServer : stream, appends: role == .write, logger: logger)
         // Closed while it connected: ``close()`` closed the connections it found, and this one is
         // not kept either (the actor's last release would otherwise drop it open).
         guard !closed else {
@@ -487,9 +535,13 @@ package actor Replicator {
             do {
                 let connection = try await connection(role)
                 used = connection
-                return try await body(connection)
+                let result = try await body(connection)
+                if role == .read { lastFollowingError = nil }
+                return result
             } catch {
-                let described = StreamConnection.describe(error, stream)
+                let described = StreamConnection.describe(error, role == .read ? readServer : stream)
+                // Said by ``lag`` while it is tried again.
+                if role == .read, !closed { lastFollowingError = described }
                 guard described.isTransient, ContinuousClock.now < deadline else { throw described }
                 if described.kind == .connection, let used { await drop(role, failed: used) }
                 attempt += 1

@@ -218,6 +218,43 @@ package struct StreamSchema: Sendable {
     /// How long opening a stream waits for its migration's answer.
     static let migrationTimeout = Duration.seconds(600)
 
+    /// Checks, reading only, that the server holds the library's tables at this library's
+    /// version: what a follower on a hot standby does instead of ``migrate(_:logger:)``, which a
+    /// standby refuses (the writers on the primary migrate, and the standby replays it).
+    ///
+    /// - Throws: ``ReplicationError/Kind/schema`` when the tables are missing, older or newer.
+    func checkVersion(_ connection: PostgresConnection, logger: Logger) async throws {
+        var bindings = PostgresBindings()
+        bindings.append("\(quoted).migrations")
+        var present = false
+        for row in try await connection.rows(
+            PostgresQuery(unsafeSQL: "SELECT to_regclass($1) IS NOT NULL", binds: bindings), logger: logger)
+        {
+            present = try row.decode(Bool.self)
+        }
+        guard present else {
+            throw ReplicationError(
+                .schema,
+                "the server has no tables of the library in schema \"\(name)\": a writer opening a stream on the primary makes them, and its standbys replay them")
+        }
+        var current = 0
+        for row in try await connection.rows(
+            PostgresQuery(unsafeSQL: "SELECT coalesce(max(version), 0)::bigint FROM \(quoted).migrations"), logger: logger)
+        {
+            current = Int(try row.decode(Int64.self))
+        }
+        if current > Self.version {
+            throw ReplicationError(
+                .schema,
+                "the tables in schema \"\(name)\" are at version \(current), newer than this library's \(Self.version): use a newer ReduxStorePostgres")
+        }
+        if current < Self.version {
+            throw ReplicationError(
+                .schema,
+                "the tables in schema \"\(name)\" are at version \(current), older than this library's \(Self.version): a writer of this library opening a stream on the primary migrates them")
+        }
+    }
+
     /// The migration as one `DO` block: each step's statements run as text (`EXECUTE`), so that
     /// the block can create what it then uses.
     var migrationStatement: String {

@@ -111,8 +111,15 @@ struct CStreamOpening: @unchecked Sendable {
     /// starts following.
     func open() async throws(CFailure) -> CStorePointer {
         let opened: OpenedStream
+        let standby: PostgresStream?
         do {
-            opened = try await OpenedStream.open(stream, writes: writes, reconnectTimeout: options.reconnectTimeout)
+            standby = try options.standby(of: stream, writes: writes)
+        } catch {
+            throw CFailure(RDX_EINVAL, CStreamOptions.cNames(error.description))
+        }
+        do {
+            opened = try await OpenedStream.open(
+                stream, writes: writes, standby: standby, reconnectTimeout: options.reconnectTimeout)
         } catch {
             throw CFailure(error)
         }
@@ -127,7 +134,7 @@ struct CStreamOpening: @unchecked Sendable {
         let replicator = Replicator(
             stream: stream, schema: opened.schema, options: options,
             target: CReplicaTarget(store: store, applying: replica.applying), logger: opened.logger, writes: writes,
-            connection: opened.connection)
+            standby: standby, connection: opened.connection)
         replica.start(replicator, store: store)
         do {
             try await replicator.catchUp(through: nil)

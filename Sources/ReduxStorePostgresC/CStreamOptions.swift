@@ -19,7 +19,8 @@ public func rdx_stream_options_init(_ options: UnsafeMutablePointer<rdx_stream_o
         poll_interval: defaults.pollInterval,
         maximum_batch: Int64(defaults.maximumBatch),
         read_batch: Int64(defaults.readBatch),
-        reconnect_timeout: defaults.reconnectTimeout)
+        reconnect_timeout: defaults.reconnectTimeout,
+        standby: nil)
 }
 
 @c @implementation
@@ -63,6 +64,31 @@ public func rdx_store_stream_lag(
     }
 }
 
+@c @implementation
+public func rdx_store_stream_standby_lag(
+    _ store: OpaquePointer?, _ standbyVersions: UnsafeMutablePointer<UInt64>?
+) -> rdx_status {
+    do throws(CFailure) {
+        guard let store else { throw CFailure(RDX_EINVAL, "store is NULL") }
+        guard let replica = CStreamReplica.of(store) else {
+            throw CFailure(
+                RDX_EINVAL,
+                "the store is not replicated: rdx_store_stream_standby_lag takes a store of rdx_store_follow_stream")
+        }
+        let (lag, failure) = try replica.lag()
+        guard let behind = lag.standbyVersions else {
+            throw CFailure(RDX_EINVAL, "the store does not read from a standby (options->standby)")
+        }
+        standbyVersions?.pointee = behind
+        if let failure { throw CFailure(failure) }
+        if let stalled = lag.lastError { rdx_set_last_error(stalled.description) }
+        return RDX_OK
+    } catch {
+        rdx_set_last_error(error.message)
+        return error.status
+    }
+}
+
 /// What C's `rdx_stream_options` asks for, as `ReplicationOptions` and a schema.
 enum CStreamOptions {
     /// The options `options` holds (the defaults for NULL), checked, and its schema; an option out
@@ -91,6 +117,12 @@ enum CStreamOptions {
             replication.maximumBatch = batch
             replication.readBatch = read
             replication.reconnectTimeout = options.reconnect_timeout
+            if let standby = options.standby {
+                guard let text = String(validatingCString: standby) else {
+                    throw CFailure(RDX_EINVAL, "options->standby is not UTF-8 text")
+                }
+                replication.standbyConnection = text
+            }
         }
         do {
             return (try replication.validated(stream: stream), schema)
@@ -100,12 +132,12 @@ enum CStreamOptions {
     }
 
     /// `message` with ReplicationOptions' Swift names replaced by the C fields'.
-    private static func cNames(_ message: String) -> String {
+    static func cNames(_ message: String) -> String {
         let names = [
             ("snapshotEvery", "snapshot_every"), ("snapshotInterval", "snapshot_interval"),
             ("snapshotsKept", "snapshots_kept"), ("pollInterval", "poll_interval"),
             ("maximumBatch", "maximum_batch"), ("readBatch", "read_batch"),
-            ("reconnectTimeout", "reconnect_timeout"),
+            ("reconnectTimeout", "reconnect_timeout"), ("standbyConnection", "standby"),
         ]
         var text = message.replacing("ReplicationOptions.", with: "options->")
         for (swift, c) in names { text = text.replacing(swift, with: c) }

@@ -297,6 +297,7 @@ static void check_options(json_object *zero)
     CHECK_EQ_INT(options.maximum_batch, 1000);
     CHECK_EQ_INT(options.read_batch, 10000);
     CHECK(options.reconnect_timeout == 30.0);
+    CHECK(options.standby == NULL);
     options.snapshots_kept = 0;
     CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
     CHECK_STATUS(status, RDX_EINVAL);
@@ -315,6 +316,72 @@ static void check_options(json_object *zero)
     options.schema = "no such\xff";
     CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
     CHECK_STATUS(status, RDX_EINVAL);
+    /* A standby is for followers; one that does not parse is refused by its C name. */
+    rdx_stream_options_init(&options);
+    options.standby = url;
+    CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "options->standby is for followers") != NULL);
+    options.standby = "host=127.0.0.1 port=seventy";
+    CHECK(rdx_store_follow_stream(url, stream, zero, reducers, 1, &options, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "options->standby: connection string: the port") != NULL);
+}
+
+/* A follower on the hot standby REDUXSTORE_TEST_POSTGRES_STANDBY names (scripts/postgres
+ * start-pair): applies what the writer `store` commits on the primary, in order, and says how far
+ * the standby is behind. */
+static void check_standby_follower(rdx_store *store, json_object *zero)
+{
+    const char *standby = getenv("REDUXSTORE_TEST_POSTGRES_STANDBY");
+    rdx_stream_options options;
+    rdx_status status = RDX_OK;
+    rdx_store *follower = NULL, *primary_follower;
+    uint64_t behind = 99, before;
+    int i;
+    if (!CHECK(standby != NULL && standby[0] != '\0')) {
+        fprintf(stderr, "    REDUXSTORE_TEST_POSTGRES_STANDBY is not set: start a pair with scripts/postgres start-pair\n");
+        return;
+    }
+    rdx_stream_options_init(&options);
+    options.standby = standby;
+    options.poll_interval = 0.05;
+    /* The standby has the library's tables once it replayed the writer's opening (at once, but
+     * a follower that comes first is told so). */
+    for (i = 0; i < 100 && follower == NULL; i++) {
+        struct timespec pause = {0, 100000000};
+        follower = rdx_store_follow_stream(url, stream, zero, reducers, 1, &options, &status);
+        if (follower == NULL) nanosleep(&pause, NULL);
+    }
+    CHECK_STATUS(status, RDX_OK);
+    if (!CHECK(follower != NULL)) {
+        fprintf(stderr, "    %s\n", rdx_last_error());
+        return;
+    }
+    before = rdx_store_version(store);
+    for (i = 0; i < 5; i++) {
+        CHECK_STATUS(rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":3,\"tag\":\"to-standby\"}}"),
+                     RDX_OK);
+    }
+    CHECK(wait_for(follower, before + 5));
+    CHECK_EQ_INT(rdx_store_version(follower), before + 5);
+    CHECK(store_tally(follower).digest == store_tally(store).digest);
+    CHECK_STATUS(rdx_store_dispatch_json(follower, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"f\"}}"),
+                 RDX_EINVAL);
+    CHECK_STATUS(rdx_store_stream_standby_lag(follower, &behind), RDX_OK);
+    CHECK_EQ_INT(behind, 0);
+    CHECK_STATUS(rdx_store_stream_standby_lag(follower, NULL), RDX_OK);
+    /* A replica that reads from the primary has no standby lag. */
+    CHECK_STATUS(rdx_store_stream_standby_lag(store, &behind), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "does not read from a standby") != NULL);
+    CHECK_STATUS(rdx_store_stream_standby_lag(NULL, &behind), RDX_EINVAL);
+    rdx_stream_options_init(&options);
+    primary_follower = rdx_store_follow_stream(url, stream, zero, reducers, 1, &options, &status);
+    if (CHECK(primary_follower != NULL)) {
+        CHECK_STATUS(rdx_store_stream_standby_lag(primary_follower, &behind), RDX_EINVAL);
+        rdx_store_release(primary_follower);
+    }
+    rdx_store_release(follower);
 }
 
 /* A follower on `store`'s stream: applies every version the writer commits, in order; never
@@ -612,6 +679,9 @@ int main(void)
 
     TEST("a follower applies what is committed, never writes, and says how far behind it is");
     check_follower(store, zero);
+
+    TEST("a follower on a hot standby applies what the primary commits, never writes, and says how far the standby is behind");
+    check_standby_follower(store, zero);
 
     TEST("a follower behind a writer that trims stops with trimmed, which its lag says");
     check_trimmed_follower(zero);

@@ -10,7 +10,7 @@ import Testing
 enum TestServer {
     struct Missing: Error, CustomStringConvertible {
         var description: String {
-            "REDUXSTORE_TEST_POSTGRES is not set: run the tests through scripts/test, or start a server with `eval \"$(bash scripts/postgres start /tmp/pg)\"`"
+            "REDUXSTORE_TEST_POSTGRES (or _STANDBY) is not set: run the tests through scripts/test, or start a server and its standby with `eval \"$(bash scripts/postgres start-pair /tmp/pg)\"`"
         }
     }
 
@@ -40,10 +40,20 @@ enum TestServer {
         try PostgresStream(connection: url(), stream: "\(name)-\(UInt32.random(in: 0...UInt32.max))", schema: schema)
     }
 
-    /// Runs SQL through psql; returns its unaligned rows, one line each, fields split by `|`.
+    /// The hot standby of the server (`scripts/postgres start-pair`), in
+    /// `REDUXSTORE_TEST_POSTGRES_STANDBY`.
+    static func standbyURL() throws -> String {
+        guard let url = ProcessInfo.processInfo.environment["REDUXSTORE_TEST_POSTGRES_STANDBY"], !url.isEmpty else {
+            throw Missing()
+        }
+        return url
+    }
+
+    /// Runs SQL through psql, on the server or on `server`; returns its unaligned rows, one line
+    /// each, fields split by `|`.
     @discardableResult
-    static func sql(_ text: String) async throws -> [[String]] {
-        let result = try await run("psql", [ try url(), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", text])
+    static func sql(_ text: String, on server: String? = nil) async throws -> [[String]] {
+        let result = try await run("psql", [ try server ?? url(), "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", text])
         guard result.status == 0 else {
             throw ProcessFailure(description: "psql failed (\(result.status)): \(result.errors)")
         }

@@ -2,9 +2,11 @@
 // same rows, measured side by side in one run on one server (the goals of `ReduxStorePostgres`).
 //
 //   bash Benchmarks/replication.sh [seconds]     # from the repository root: a throwaway cluster
-//   ReplicationBench all URL [seconds]           # against the server at URL (a scratch database)
+//   ReplicationBench all URL [seconds] [STANDBY]  # against the server at URL (a scratch database),
+//                                                # and followers on its hot standby STANDBY
 //   ReplicationBench writer URL                  # one writer and the plain loop only (5 s each);
 //                                                # BENCH_NO_NOTIFY=1: the writer without NOTIFY
+//   ReplicationBench lag URL [seconds] [STANDBY]  # the followers' lags alone
 //   ReplicationBench order URL                  # the order's two designs at 1, 4 and 16 clients
 //   ReplicationBench hops URL                    # the plain loop's INSERT awaited through a task and
 //                                                # a continuation, as the library bounds a statement
@@ -19,6 +21,8 @@
 //   the group commit's rate.
 // - lag: a writer dispatching 2,000 actions a second, a follower in the same process; each
 //   version's lag is the time from its dispatch returning (committed) to the follower applying it.
+// - standby: the same writer, a follower on the primary and one (then eight) on the hot standby;
+//   the first standby follower's lag, and the primary follower's beside eight on the standby.
 // - catch-up: a stream with a snapshot and 100,000 actions after it; a new follower's time from
 //   `follow` to the newest version.
 // The server's durability settings (fsync, synchronous_commit, wal_sync_method) are printed with
@@ -351,19 +355,44 @@ func manyWriters(_ url: String, processes: Int, inFlight: Int, seconds: Double) 
     return (Double(total) / seconds, Double(group.trimmingCharacters(in: .whitespacesAndNewlines)) ?? .nan)
 }
 
-/// A writer at `rate` actions a second and a follower in this process: each version's lag, in
-/// seconds, from its dispatch returning to the follower applying it.
-func followerLag(_ url: String, rate: Double, seconds: Double) async throws -> [Double] {
-    let name = "lag-\(getpid())"
+/// The lags of one run of ``followerLag(_:standby:onStandby:rate:seconds:)``, in seconds.
+struct Lags {
+    var primary: [Double] = []
+    var standby: [Double] = []
+}
+
+/// A writer at `rate` actions a second, a follower on the primary and `onStandby` followers on
+/// the hot standby at `standby`, all in this process: each version's lag, in seconds, from its
+/// dispatch returning to the primary's follower and to the first standby follower applying it.
+func followerLag(
+    _ url: String, standby: String? = nil, onStandby: Int = 0, rate: Double, seconds: Double
+) async throws -> Lags {
+    let name = "lag-\(getpid())-\(onStandby)"
     let writer = try await ReplicatedStore.open(
         stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes)
     let follower = try await ReplicatedStore.follow(
         stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes)
+    var standbyFollowers: [ReplicatedStore<Counter>] = []
+    if let standby, onStandby > 0 {
+        var options = ReplicationOptions()
+        options.standbyConnection = standby
+        // The standby has the stream's tables once it replayed the writer's opening.
+        try await Task.sleep(for: .milliseconds(500))
+        for _ in 0..<onStandby {
+            standbyFollowers.append(try await ReplicatedStore.follow(
+                stream(url, name), reducers: reducers, initialState: Counter(), actions: actionTypes, options: options))
+        }
+    }
     let committed = Locked<[UInt64: Double]>([:])
     let applied = Locked<[UInt64: Double]>([:])
+    let appliedOnStandby = Locked<[UInt64: Double]>([:])
     let token = follower.store.addObserver { note in
         let time = now()
         applied.mutex.withLock { $0[note.version] = time }
+    }
+    let standbyToken = standbyFollowers.first?.store.addObserver { note in
+        let time = now()
+        appliedOnStandby.mutex.withLock { $0[note.version] = time }
     }
     let count = Int(rate * seconds)
     let start = now()
@@ -383,11 +412,20 @@ func followerLag(_ url: String, rate: Double, seconds: Double) async throws -> [
     }
     _ = try await follower.catchUp()
     follower.store.removeObserver(token)
+    if let first = standbyFollowers.first, let standbyToken {
+        // Until the first standby follower has every version (its standby replays them).
+        let deadline = now() + 10
+        while first.store.version < writer.store.version, now() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        first.store.removeObserver(standbyToken)
+    }
+    for other in standbyFollowers { await other.close() }
     await follower.close()
     await writer.close()
     let commits = committed.mutex.withLock { $0 }
-    let applies = applied.mutex.withLock { $0 }
-    return commits.compactMap { version, time in applies[version].map { max(0, $0 - time) } }
+    func lags(_ applies: [UInt64: Double]) -> [Double] {
+        commits.compactMap { version, time in applies[version].map { max(0, $0 - time) } }
+    }
+    return Lags(primary: lags(applied.mutex.withLock { $0 }), standby: lags(appliedOnStandby.mutex.withLock { $0 }))
 }
 
 /// A stream with a snapshot and `actions` actions after it; the time a new follower takes from
@@ -489,6 +527,17 @@ case "order":
         let optimistic = try await ordering(url, clients: clients, seconds: 5, optimistic: true)
         print("\(clients) clients: the stream row's lock \(format(locked.rate)) rows/s; optimistic \(format(optimistic.rate)) rows/s, \(optimistic.lost) tries lost")
     }
+case "lag":
+    // The followers' lags alone: on the primary, and with STANDBY one and eight on the standby.
+    let seconds = arguments.count > 3 ? Double(arguments[3]) ?? 5 : 5
+    let standby = arguments.count > 4 ? arguments[4] : nil
+    func p(_ values: [Double], _ q: Double) -> String { format(percentile(values, q) * 1_000, 2) + " ms" }
+    let alone = try await followerLag(url, rate: 2_000, seconds: seconds)
+    print("primary follower alone: p50 \(p(alone.primary, 0.5)), p99 \(p(alone.primary, 0.99))")
+    for count in standby == nil ? [] : [1, 8] {
+        let lags = try await followerLag(url, standby: standby, onStandby: count, rate: 2_000, seconds: seconds)
+        print("\(count) on the standby: primary follower p99 \(p(lags.primary, 0.99)); standby follower p50 \(p(lags.standby, 0.5)), p99 \(p(lags.standby, 0.99))")
+    }
 case "writer":
     print(try await oneWriter(url, seconds: 5), "actions/s;", try await plainInserts(url, seconds: 5), "inserts/s")
 case "all":
@@ -504,10 +553,31 @@ case "all":
     let nio = try await nioAppends(url, seconds: seconds)
     let one = try await oneWriter(url, seconds: seconds)
     let (many, group) = try manyWriters(url, processes: 4, inFlight: 16, seconds: seconds)
-    let lags = try await followerLag(url, rate: 2_000, seconds: seconds)
+    let lags = try await followerLag(url, rate: 2_000, seconds: seconds).primary
+    // With a hot standby (the fourth argument): a follower on it beside one on the primary, and
+    // eight on it beside one on the primary.
+    let standby = arguments.count > 4 ? arguments[4] : nil
+    var paired: Lags?
+    var eight: Lags?
+    if let standby {
+        paired = try await followerLag(url, standby: standby, onStandby: 1, rate: 2_000, seconds: seconds)
+        eight = try await followerLag(url, standby: standby, onStandby: 8, rate: 2_000, seconds: seconds)
+    }
     let (catchUpSeconds, _) = try await catchUp(url, actions: 100_000)
     let p50 = percentile(lags, 0.5) * 1_000
     let p99 = percentile(lags, 0.99) * 1_000
+    var standbyRows = "| followers on a hot standby | not measured: no standby given | | | |"
+    if let paired, let eight {
+        let besidePrimary = percentile(paired.primary, 0.99) * 1_000
+        let onStandby = percentile(paired.standby, 0.99) * 1_000
+        let withEight = percentile(eight.primary, 0.99) * 1_000
+        let eightStandby = percentile(eight.standby, 0.99) * 1_000
+        standbyRows = """
+            | a follower on the standby, beside one on the primary (p99 \(format(besidePrimary, 2)) ms): p50 (\(paired.standby.count) versions) | \(format(percentile(paired.standby, 0.5) * 1_000, 2)) ms | | | |
+            | a follower on the standby at 2,000 actions/s, p99 | \(format(onStandby, 2)) ms | | ≤ 10 ms | \(met(onStandby <= 10)) |
+            | the follower on the primary with 8 on the standby (one of them p99 \(format(eightStandby, 2)) ms), p99 | \(format(withEight, 2)) ms | \(format(withEight / p99, 2))× the figure with none | no worse (≤ 1.25×, the runs' spread) | \(met(withEight / p99 <= 1.25)) |
+            """
+    }
     func met(_ ok: Bool) -> String { ok ? "yes" : "**no**" }
     print("""
 
@@ -523,6 +593,7 @@ case "all":
         | 4 writer processes, 16 in flight each (mean group \(format(group, 1)) actions) | \(format(many)) actions/s | \(format(many / one, 1))× D, \(format(many / append16x4, 2))× C | ≥ 5× D | \(met(many / one >= 5)) |
         | follower lag at 2,000 actions/s, p50 (\(lags.count) versions) | \(format(p50, 2)) ms | | | |
         | follower lag at 2,000 actions/s, p99 | \(format(p99, 2)) ms | | ≤ 5 ms | \(met(p99 <= 5)) |
+        \(standbyRows)
         | a new process from a snapshot plus 100,000 actions | \(format(catchUpSeconds, 2)) s | | ≤ 1 s | \(met(catchUpSeconds <= 1)) |
         """)
 default:
