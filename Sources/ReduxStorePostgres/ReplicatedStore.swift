@@ -89,7 +89,9 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     /// does (confirming the snapshots it compares, its one write), reads the tail in batches,
     /// then applies new versions as they are committed (woken by PostgreSQL's notifications,
     /// and by a poll every ``ReplicationOptions/pollInterval`` seconds should one be missed).
-    /// ``dispatch(_:file:line:)`` throws ``ReplicationError/Kind/readOnly``.
+    /// ``dispatch(_:file:line:)`` throws ``ReplicationError/Kind/readOnly``. With
+    /// ``ReplicationOptions/standbyConnection`` it reads from that hot standby and writes nothing
+    /// (<doc:Standbys>).
     public static func follow(
         _ stream: PostgresStream, reducers: [Reducer<State>], initialState: State, actions: ActionTypes,
         options: ReplicationOptions = .init()

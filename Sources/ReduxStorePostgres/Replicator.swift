@@ -273,29 +273,46 @@ package actor Replicator {
     /// On a hot standby: the stream's head the standby had replayed at the last read.
     private var standbyHead: UInt64 = 0
 
-    /// When a follower on a hot standby last began a read of it.
+    /// When a follower on a hot standby last began a read of it, and since when its reads have
+    /// found nothing new though the primary announced more (nil: not stalled).
     private var lastStandbyRead: ContinuousClock.Instant?
+    private var standbyStalledSince: ContinuousClock.Instant?
 
-    /// How often at most a follower reads from its standby: its load there is bounded (a few
-    /// hundred small reads a second however fast the primary commits) for a lag of as much more.
+    /// How often at most a follower reads from its standby while the standby replays: its load
+    /// there is bounded (a few hundred small reads a second however fast the primary commits)
+    /// for a lag of as much more.
     static let standbyReadSpacing = Duration.milliseconds(2)
 
     /// Catches up from a hot standby. The primary's notification may come before the standby has
     /// replayed the versions it announces: while it has not, the follower reads again every
-    /// ``standbyReadSpacing``, until it has them or a poll interval has passed (the next poll
-    /// takes over from there: a standby stopped or far behind costs one read per poll).
+    /// ``standbyReadSpacing``, until it has them or a poll interval has passed. A standby that
+    /// has shown nothing new for a poll interval (stopped, paused, far behind) is read once per
+    /// poll interval, whatever the notifications, until it shows progress again.
     private func followStandby() async throws(ReplicationError) {
         let start = ContinuousClock.now
         let patience = Duration.nanoseconds(Int64(options.pollInterval * 1e9))
-        repeat {
+        while true {
+            let stalled = standbyStalledSince.map { $0.duration(to: .now) >= patience } ?? false
             if let last = lastStandbyRead {
-                let due = last + Self.standbyReadSpacing
-                if due > .now { try? await Task.sleep(until: due, clock: .continuous) }
+                let due = last + (stalled ? patience : Self.standbyReadSpacing)
+                if due > .now {
+                    // Stalled: the next poll reads. Else a short wait for the standby.
+                    if stalled { return }
+                    try? await Task.sleep(until: due, clock: .continuous)
+                }
             }
             lastStandbyRead = .now
+            let before = target.version
             _ = try await catchUp(through: nil)
-        } while !closed && failure == nil && knownHead > target.version
-            && start.duration(to: .now) + Self.standbyReadSpacing < patience
+            if target.version > before || knownHead <= target.version {
+                standbyStalledSince = nil
+            } else if standbyStalledSince == nil {
+                standbyStalledSince = .now
+            }
+            guard !stalled, !closed, failure == nil, knownHead > target.version,
+                start.duration(to: .now) + Self.standbyReadSpacing < patience
+            else { return }
+        }
     }
 
     /// Notes that the stream has reached `head`.

@@ -174,6 +174,42 @@ struct StandbyTests {
         await writer.close()
     }
 
+    @Test("the standby not replaying: the follower applies nothing it has not replayed, says the standby is behind, and catches up when it replays again")
+    func standbyBehind() async throws {
+        let (writer, follower, stream) = try await Self.writerAndStandbyFollower("standby-behind")
+        for index in 1...10 { try await writer.dispatch(Add(by: index, tag: "a\(index)")) }
+        try await Self.applied(follower, 10)
+        let folder = try TestServer.folder()
+        let pause = try await run("bash", ["scripts/postgres", "standby-pause", folder])
+        #expect(pause.status == 0, "\(pause.errors)")
+        var resumed = false
+        defer { if !resumed { _ = try? Self.runBlocking(["scripts/postgres", "standby-resume", folder]) } }
+        for index in 11...40 { try await writer.dispatch(Add(by: index, tag: "b\(index)")) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        var lag = await follower.lag
+        while lag.standbyVersions != 30, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            lag = await follower.lag
+        }
+        // Several polls later: still nothing the standby has not replayed.
+        try await Task.sleep(for: .milliseconds(500))
+        lag = await follower.lag
+        #expect(lag.versions == 30 && lag.standbyVersions == 30, "\(lag)")
+        #expect(lag.lastError == nil, "the standby answers; it is only behind")
+        #expect(follower.store.version == 10)
+        #expect(follower.store.currentState() == (try await replayed(stream, through: 10)).tally)
+
+        let resume = try await run("bash", ["scripts/postgres", "standby-resume", folder])
+        resumed = true
+        #expect(resume.status == 0, "\(resume.errors)")
+        try await Self.applied(follower, 40)
+        #expect(follower.store.version == 40)
+        #expect(follower.store.currentState() == (try await replayed(stream)).tally)
+        #expect(await follower.lag.standbyVersions == 0)
+        await follower.close()
+        await writer.close()
+    }
+
     @Test("a stream trimmed on the primary while a follower on the standby is behind: it stops with trimmed, as on the primary")
     func trimmedWhileBehind() async throws {
         var quiet = ReplicationOptions()
