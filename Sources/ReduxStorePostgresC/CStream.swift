@@ -211,7 +211,7 @@ final class CStreamReplica: Sendable {
         guard !applying.isCurrent else {
             throw CFailure(
                 RDX_EINVAL,
-                "stream \"\(stream)\": rdx_store_stream_lag was called from one of the store's callbacks, while it applies the stream: it would wait for itself")
+                "stream \"\(stream)\": the lag was asked from one of the store's callbacks, while it applies the stream: it would wait for itself")
         }
         guard let replicator = replicator.withLock({ $0 }) else {
             throw CFailure(RDX_EINVAL, "stream \"\(stream)\": the replicated store is not open yet")

@@ -47,13 +47,7 @@ public func rdx_store_stream_lag(
     _ versionsBehind: UnsafeMutablePointer<UInt64>?
 ) -> rdx_status {
     do throws(CFailure) {
-        guard let store else { throw CFailure(RDX_EINVAL, "store is NULL") }
-        guard let replica = CStreamReplica.of(store) else {
-            throw CFailure(
-                RDX_EINVAL,
-                "the store is not replicated: rdx_store_stream_lag takes a store of rdx_store_open_stream or rdx_store_follow_stream")
-        }
-        let (lag, failure) = try replica.lag()
+        let (lag, failure) = try replicaLag(store, "rdx_store_stream_lag", "rdx_store_open_stream or rdx_store_follow_stream")
         secondsBehind?.pointee = lag.seconds
         versionsBehind?.pointee = lag.versions
         if let failure { throw CFailure(failure) }
@@ -69,13 +63,7 @@ public func rdx_store_stream_standby_lag(
     _ store: OpaquePointer?, _ standbyVersions: UnsafeMutablePointer<UInt64>?
 ) -> rdx_status {
     do throws(CFailure) {
-        guard let store else { throw CFailure(RDX_EINVAL, "store is NULL") }
-        guard let replica = CStreamReplica.of(store) else {
-            throw CFailure(
-                RDX_EINVAL,
-                "the store is not replicated: rdx_store_stream_standby_lag takes a store of rdx_store_follow_stream")
-        }
-        let (lag, failure) = try replica.lag()
+        let (lag, failure) = try replicaLag(store, "rdx_store_stream_standby_lag", "rdx_store_follow_stream")
         guard let behind = lag.standbyVersions else {
             throw CFailure(RDX_EINVAL, "the store does not read from a standby (options->standby)")
         }
@@ -87,6 +75,18 @@ public func rdx_store_stream_standby_lag(
         rdx_set_last_error(error.message)
         return error.status
     }
+}
+
+/// The lag and failure of the replicated `store`, for the C function `function`, which takes a
+/// store of `opener`: refused for NULL or a store that is not replicated.
+private func replicaLag(
+    _ store: OpaquePointer?, _ function: String, _ opener: String
+) throws(CFailure) -> (ReplicationLag, ReplicationError?) {
+    guard let store else { throw CFailure(RDX_EINVAL, "store is NULL") }
+    guard let replica = CStreamReplica.of(store) else {
+        throw CFailure(RDX_EINVAL, "the store is not replicated: \(function) takes a store of \(opener)")
+    }
+    return try replica.lag()
 }
 
 /// What C's `rdx_stream_options` asks for, as `ReplicationOptions` and a schema.

@@ -33,6 +33,34 @@ struct ReadmeExampleTests {
         return printed
     }
 
+    /// The README's follower on a standby, as written there after the program's types and
+    /// stream; `CommandLine.arguments[1]` is the standby's URL.
+    static func readmeStandbyProgram(standby url: String) async throws -> String {
+        var printed = ""
+        func print(_ items: Any...) { printed = items.map { "\($0)" }.joined(separator: " ") }
+        let CommandLine = (arguments: ["readme-standby", url], ())
+
+        struct Tally: Codable, Sendable { var count = 0 }
+        struct Add: Action, Codable { var amount: Int; var identifier: String { "tally.add" } }
+        let add: Reducer<Tally> = { state, action in
+            if let add = action as? Add { state.count += add.amount }
+        }
+        var types = ActionTypes()
+        types.register(Add.self, for: "tally.add")
+        let stream = try PostgresStream(connection: "", stream: "tally")
+
+        // (With the tally's types and stream above.)
+        var options = ReplicationOptions()
+        options.standbyConnection = CommandLine.arguments[1]   // the standby's URL; writes go to the primary
+        let watcher = try await ReplicatedStore.follow(stream, reducers: [add], initialState: Tally(),
+                                                       actions: types, options: options)
+        try await watcher.catchUp()                            // as far as the standby has replayed
+        let lag = await watcher.lag     // versions behind, of them the standby's own, why while reads fail
+        print("tally:", watcher.store.currentState().count, "standby behind by", lag.standbyVersions ?? 0)
+        await watcher.close()
+        return printed
+    }
+
     @Test("two copies of the README's program at once: each adds 1,000 to one tally, none lost")
     func twoAtOnce() async throws {
         // The README's program finds the server in the PG* variables; this suite's server is
@@ -76,11 +104,18 @@ struct ReadmeExampleTests {
         let replayed = try await TestServer.sql(
             "SELECT count(*), count(DISTINCT (writer, seq)) FROM reduxstore.actions WHERE stream = 'tally'")
         #expect(replayed.first?.first == replayed.first?.last, "no action written twice")
+
+        // The README's follower on the standby, once the standby replayed both programs.
+        let standby = try TestServer.standbyURL()
+        try await StandbyTests.standbyReplayed(on: standby, from: TestServer.url())
+        let watched = try await Self.readmeStandbyProgram(standby: standby)
+        #expect(watched == "tally: \(start.count + 2_000) standby behind by 0")
     }
 
-    @Test("the README's Swift block for replication is this suite's program, line for line")
+    @Test("the README's Swift blocks for replication are this suite's programs, line for line")
     func readmeBlock() throws {
-        let missing = try #require(readmeLinesMissing(fromTest: #filePath, blockImporting: "ReduxStorePostgres"))
+        let missing = try #require(
+            readmeLinesMissing(fromTest: #filePath, blockImporting: "ReduxStorePostgres", orMentioning: "ReplicatedStore"))
         #expect(missing.isEmpty, "the README's lines not in \(#fileID): \(missing)")
     }
 }

@@ -3,7 +3,9 @@
 /// The lines (trimmed, not blank) of the README's first Swift block that has the line
 /// `import MODULE` which the test file at `testFile` (a `#filePath` under `Tests/TARGET/`) does not
 /// contain; `nil` when the README, the file or such a block cannot be found.
-public func readmeLinesMissing(fromTest testFile: String, blockImporting module: String) -> [String]? {
+public func readmeLinesMissing(
+    fromTest testFile: String, blockImporting module: String, orMentioning other: String? = nil
+) -> [String]? {
     let root = testFile.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
     guard let readme = readText(root + "/README.md"), let here = readText(testFile) else { return nil }
     let lines = { (block: Substring) in
@@ -11,9 +13,9 @@ public func readmeLinesMissing(fromTest testFile: String, blockImporting module:
             line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
         }.map { String($0) }
     }
-    guard let block = readme.split(separator: "```swift\n", omittingEmptySubsequences: false).dropFirst()
+    let blocks = readme.split(separator: "```swift\n", omittingEmptySubsequences: false).dropFirst()
         .map({ $0.split(separator: "```", maxSplits: 1, omittingEmptySubsequences: false)[0] })
-        .first(where: { lines($0).contains("import \(module)") })
-    else { return nil }
-    return lines(block).filter { !$0.isEmpty && !here.contains($0) }
+        .filter({ lines($0).contains("import \(module)") || other.map($0.contains) == true })
+    guard !blocks.isEmpty else { return nil }
+    return blocks.flatMap(lines).filter { !$0.isEmpty && !here.contains($0) }
 }

@@ -68,11 +68,14 @@ struct ReadmeExampleTests {
         let readme = try #require(readText(root + "/README.md"), "README.md not found under \(root)")
         let here = try #require(readText(#filePath))
         // The live inspector's block is the inspector suite's (ReduxStoreInspectorTests), the
-        // replication's the replication suite's (ReduxStorePostgresTests), which check and run
-        // them the same way.
+        // replication's two the replication suite's (ReduxStorePostgresTests), which check and
+        // run them the same way.
         let all = Self.fencedBlocks(readme, language: "swift")
-        let blocks = all.filter { !$0.contains("import ReduxStoreInspector") && !$0.contains("import ReduxStorePostgres") }
-        #expect(all.count == 3, "the README has \(all.count) Swift blocks; this suite, the inspector's and the replication's copy one each")
+        let blocks = all.filter {
+            !$0.contains("import ReduxStoreInspector") && !$0.contains("import ReduxStorePostgres")
+                && !$0.contains("ReplicatedStore")
+        }
+        #expect(all.count == 4, "the README has \(all.count) Swift blocks; this suite and the inspector's copy one each, the replication's two")
         #expect(blocks.count == 1, "the README has \(blocks.count) Swift blocks of the core; this suite copies one")
         let text = Self.normalized(here)
         for (index, block) in blocks.enumerated() {
