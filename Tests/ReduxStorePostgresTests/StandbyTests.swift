@@ -210,6 +210,42 @@ struct StandbyTests {
         await writer.close()
     }
 
+    @Test("the standby cut off from its primary: the follower keeps its state, the primary's notifications say how far behind the standby is, and it catches up once the standby streams again")
+    func standbyDisconnected() async throws {
+        let (writer, follower, stream) = try await Self.writerAndStandbyFollower("standby-cut-off")
+        for index in 1...10 { try await writer.dispatch(Add(by: index, tag: "a\(index)")) }
+        try await Self.applied(follower, 10)
+        let folder = try TestServer.folder()
+        let cut = try await run("bash", ["scripts/postgres", "standby-disconnect", folder])
+        #expect(cut.status == 0, "\(cut.errors)")
+        var restored = false
+        defer { if !restored { _ = try? Self.runBlocking(["scripts/postgres", "standby-reconnect", folder]) } }
+        for index in 11...30 { try await writer.dispatch(Add(by: index, tag: "b\(index)")) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        var lag = await follower.lag
+        while lag.standbyVersions != 20, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            lag = await follower.lag
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        lag = await follower.lag
+        #expect(lag.versions == 20 && lag.standbyVersions == 20, "\(lag)")
+        #expect(lag.seconds > 0)
+        #expect(follower.store.version == 10)
+        #expect(follower.store.currentState() == (try await replayed(stream, through: 10)).tally)
+        #expect(await follower.failure == nil)
+
+        let back = try await run("bash", ["scripts/postgres", "standby-reconnect", folder])
+        restored = true
+        #expect(back.status == 0, "\(back.errors)")
+        try await Self.applied(follower, 30, within: .seconds(40))
+        #expect(follower.store.version == 30)
+        #expect(follower.store.currentState() == (try await replayed(stream)).tally)
+        #expect(await follower.lag.versions == 0)
+        await follower.close()
+        await writer.close()
+    }
+
     @Test("a stream trimmed on the primary while a follower on the standby is behind: it stops with trimmed, as on the primary")
     func trimmedWhileBehind() async throws {
         var quiet = ReplicationOptions()
