@@ -196,8 +196,9 @@ RDX_API rdx_store *rdx_store_open_stream_with_options(const char *connection, co
 /*
  * Follows the stream read-only: starts as rdx_store_open_stream_with_options() does (the
  * library's tables are created when missing; the snapshots it compares are confirmed, its only
- * writes), then applies new versions as they are committed, woken by notifications and by a poll
- * every options->poll_interval seconds. It never appends an action: every dispatch to the store
+ * writes; with options->standby it writes nothing and reads everything from the standby), then
+ * applies new versions as they are committed, woken by notifications and by a poll every
+ * options->poll_interval seconds. It never appends an action: every dispatch to the store
  * (rdx_store_dispatch_action(), rdx_store_dispatch_json(), a batch, their _at forms) is refused
  * with RDX_EINVAL, rdx_last_error() saying the store follows the stream read-only; so are
  * rdx_store_enqueue_action() and rdx_store_restore_version(). Read, observe and journal it as any
