@@ -174,76 +174,58 @@ struct StandbyTests {
         await writer.close()
     }
 
-    @Test("the standby not replaying: the follower applies nothing it has not replayed, says the standby is behind, and catches up when it replays again")
-    func standbyBehind() async throws {
-        let (writer, follower, stream) = try await Self.writerAndStandbyFollower("standby-behind")
+    /// A writer and a follower on the standby; 10 versions applied, then the standby held back by
+    /// `hold` (a `scripts/postgres` command, undone by `release`) while the writer commits
+    /// `behind` more: the follower applies nothing the standby has not replayed, keeps its
+    /// state and says how far the standby is behind (with no error: the standby answers); once
+    /// released, it catches up.
+    func followerWhileStandbyHeldBack(_ name: String, hold: String, release: String, behind: Int) async throws {
+        let (writer, follower, stream) = try await Self.writerAndStandbyFollower(name)
         for index in 1...10 { try await writer.dispatch(Add(by: index, tag: "a\(index)")) }
         try await Self.applied(follower, 10)
         let folder = try TestServer.folder()
-        let pause = try await run("bash", ["scripts/postgres", "standby-pause", folder])
-        #expect(pause.status == 0, "\(pause.errors)")
-        var resumed = false
-        defer { if !resumed { _ = try? Self.runBlocking(["scripts/postgres", "standby-resume", folder]) } }
-        for index in 11...40 { try await writer.dispatch(Add(by: index, tag: "b\(index)")) }
+        let held = try await run("bash", ["scripts/postgres", hold, folder])
+        #expect(held.status == 0, "\(held.errors)")
+        var released = false
+        defer { if !released { _ = try? Self.runBlocking(["scripts/postgres", release, folder]) } }
+        for index in 11...(10 + behind) { try await writer.dispatch(Add(by: index, tag: "b\(index)")) }
         let deadline = ContinuousClock.now + .seconds(20)
         var lag = await follower.lag
-        while lag.standbyVersions != 30, ContinuousClock.now < deadline {
+        while lag.standbyVersions != UInt64(behind), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
             lag = await follower.lag
         }
         // Several polls later: still nothing the standby has not replayed.
         try await Task.sleep(for: .milliseconds(500))
         lag = await follower.lag
-        #expect(lag.versions == 30 && lag.standbyVersions == 30, "\(lag)")
-        #expect(lag.lastError == nil, "the standby answers; it is only behind")
-        #expect(follower.store.version == 10)
-        #expect(follower.store.currentState() == (try await replayed(stream, through: 10)).tally)
-
-        let resume = try await run("bash", ["scripts/postgres", "standby-resume", folder])
-        resumed = true
-        #expect(resume.status == 0, "\(resume.errors)")
-        try await Self.applied(follower, 40)
-        #expect(follower.store.version == 40)
-        #expect(follower.store.currentState() == (try await replayed(stream)).tally)
-        #expect(await follower.lag.standbyVersions == 0)
-        await follower.close()
-        await writer.close()
-    }
-
-    @Test("the standby cut off from its primary: the follower keeps its state, the primary's notifications say how far behind the standby is, and it catches up once the standby streams again")
-    func standbyDisconnected() async throws {
-        let (writer, follower, stream) = try await Self.writerAndStandbyFollower("standby-cut-off")
-        for index in 1...10 { try await writer.dispatch(Add(by: index, tag: "a\(index)")) }
-        try await Self.applied(follower, 10)
-        let folder = try TestServer.folder()
-        let cut = try await run("bash", ["scripts/postgres", "standby-disconnect", folder])
-        #expect(cut.status == 0, "\(cut.errors)")
-        var restored = false
-        defer { if !restored { _ = try? Self.runBlocking(["scripts/postgres", "standby-reconnect", folder]) } }
-        for index in 11...30 { try await writer.dispatch(Add(by: index, tag: "b\(index)")) }
-        let deadline = ContinuousClock.now + .seconds(20)
-        var lag = await follower.lag
-        while lag.standbyVersions != 20, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            lag = await follower.lag
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        lag = await follower.lag
-        #expect(lag.versions == 20 && lag.standbyVersions == 20, "\(lag)")
+        #expect(lag.versions == UInt64(behind) && lag.standbyVersions == UInt64(behind), "\(lag)")
         #expect(lag.seconds > 0)
+        #expect(lag.lastError == nil, "the standby answers; it is only behind")
         #expect(follower.store.version == 10)
         #expect(follower.store.currentState() == (try await replayed(stream, through: 10)).tally)
         #expect(await follower.failure == nil)
 
-        let back = try await run("bash", ["scripts/postgres", "standby-reconnect", folder])
-        restored = true
+        let back = try await run("bash", ["scripts/postgres", release, folder])
+        released = true
         #expect(back.status == 0, "\(back.errors)")
-        try await Self.applied(follower, 30, within: .seconds(40))
-        #expect(follower.store.version == 30)
+        try await Self.applied(follower, UInt64(10 + behind), within: .seconds(40))
+        #expect(follower.store.version == UInt64(10 + behind))
         #expect(follower.store.currentState() == (try await replayed(stream)).tally)
-        #expect(await follower.lag.versions == 0)
+        let after = await follower.lag
+        #expect(after.versions == 0 && after.standbyVersions == 0)
         await follower.close()
         await writer.close()
+    }
+
+    @Test("the standby not replaying: the follower applies nothing it has not replayed, says the standby is behind, and catches up when it replays again")
+    func standbyBehind() async throws {
+        try await followerWhileStandbyHeldBack("standby-behind", hold: "standby-pause", release: "standby-resume", behind: 30)
+    }
+
+    @Test("the standby cut off from its primary: the follower keeps its state, the primary's notifications say how far behind the standby is, and it catches up once the standby streams again")
+    func standbyDisconnected() async throws {
+        try await followerWhileStandbyHeldBack(
+            "standby-cut-off", hold: "standby-disconnect", release: "standby-reconnect", behind: 20)
     }
 
     @Test("a stream trimmed on the primary while a follower on the standby is behind: it stops with trimmed, as on the primary")
