@@ -20,6 +20,9 @@
 #    RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind;
 # 6. compiles each again with AddressSanitizer (LeakSanitizer on) and runs it.
 #
+# The programs of steps 5 and 6 run CTESTS_JOBS at once (default: one per processor); their
+# results are printed in order when a step's last program ends.
+#
 # CTESTS_PLAIN=1 leaves out valgrind and AddressSanitizer (steps 4 and 5 run each program once,
 # step 6 is skipped): the quick run of `bash scripts/test`; `bash scripts/test --all` runs them.
 #
@@ -199,13 +202,20 @@ else
 fi
 
 # ---- The test programs.
-# Runs one program (normally or under valgrind), adds its counts, and checks its exit status.
-run_program() {
-    local label=$1 log=$2
-    shift 2
-    local status line p f
+# Runs one program (normally or under valgrind) under a watchdog: its output goes to LOG, its exit
+# status to LOG.status.
+run_logged() {
+    local log=$1
+    shift
     timeout 600 "$@" >"$log" 2>&1
-    status=$?
+    echo $? >"$log.status"
+}
+
+# Adds the counts of a run that run_logged recorded in LOG and checks its exit status.
+account() {
+    local label=$1 log=$2
+    local status line p f
+    status=$(cat "$log.status" 2>/dev/null || echo 125)
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
     if [ -n "$line" ]; then
         p=${line%% passed*}
@@ -230,6 +240,23 @@ run_program() {
     fi
 }
 
+# Runs FUNCTION NAME for each NAME given, CTESTS_JOBS of them at once (default: one per
+# processor): each program is a process of its own with its own files, and valgrind runs a
+# program on one processor. What each run says is read afterwards, in order, by account.
+jobs=${CTESTS_JOBS:-$(nproc)}
+in_parallel() {
+    local function=$1 name running=0
+    shift
+    for name in "$@"; do
+        if [ "$running" -ge "$jobs" ]; then
+            wait -n
+            running=$((running - 1))
+        fi
+        "$function" "$name" &
+        running=$((running + 1))
+    done
+    wait
+}
 
 programs=()
 for source in "$here"/test_*.c; do
@@ -262,15 +289,18 @@ for name in "${programs[@]}"; do
     fi
 done
 
-echo "== running"
+rm -f "$out"/*.status
+echo "== running, $jobs at once"
+plain_run() { run_logged "$out/$1.log" "$out/$1"; }
+in_parallel plain_run "${built[@]}"
 for name in "${built[@]}"; do
-    run_program "$name" "$out/$name.log" "$out/$name"
+    account "$name" "$out/$name.log"
 done
 
 if [ -n "$plain" ]; then
     echo "== valgrind and AddressSanitizer left out (CTESTS_PLAIN)"
 else
-    echo "== running under valgrind"
+    echo "== running under valgrind, $jobs at once"
     # valgrind gives up on the debug information of the inspector's debug library (70 MB, "possibly
     # corrupted debuginfo"): its tests load a copy without it, found first through LD_LIBRARY_PATH.
     valgrind_libs="$out/valgrind-libs"
@@ -281,21 +311,29 @@ else
         strip --strip-debug -o "$valgrind_libs/libreduxstore-postgres.so" "$postgres_lib" ||
             fail "strip a copy of libreduxstore-postgres.so for valgrind"
     fi
-    for name in "${built[@]}"; do
+    valgrind_run() {
         LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
-            run_program "$name (valgrind)" "$out/$name.valgrind.log" \
-            valgrind "${valgrind_flags[@]}" "$out/$name"
+            run_logged "$out/$1.valgrind.log" valgrind "${valgrind_flags[@]}" "$out/$1"
+    }
+    in_parallel valgrind_run "${built[@]}"
+    for name in "${built[@]}"; do
+        account "$name (valgrind)" "$out/$name.valgrind.log"
         summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
         echo "      valgrind: $summary"
     done
 
-    echo "== running under AddressSanitizer (LeakSanitizer on)"
+    echo "== running under AddressSanitizer (LeakSanitizer on), $jobs at once"
+    asan_run() {
+        if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$1.c" \
+            -o "$out/$1.asan" -L"$bin" $(libraries_of "$1") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
+            2>"$out/$1.asan.compile.log"; then
+            ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 run_logged "$out/$1.asan.log" "$out/$1.asan"
+        fi
+    }
+    in_parallel asan_run "${built[@]}"
     for name in "${built[@]}"; do
-        if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$name.c" \
-            -o "$out/$name.asan" -L"$bin" $(libraries_of "$name") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
-            2>"$out/$name.asan.compile.log"; then
-            ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 \
-                run_program "$name (AddressSanitizer)" "$out/$name.asan.log" "$out/$name.asan"
+        if [ -f "$out/$name.asan.log.status" ]; then
+            account "$name (AddressSanitizer)" "$out/$name.asan.log"
         else
             cat "$out/$name.asan.compile.log" >&2
             fail "compile $name with AddressSanitizer"
