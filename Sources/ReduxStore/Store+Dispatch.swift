@@ -81,7 +81,7 @@ extension Store {
 
     /// ``dispatchActions(_:file:line:)`` with its source as the dispatch path carries it.
     package func dispatch(batch actions: [any Action], source: DispatchSite) {
-        if applyingThread.load(ordering: .relaxed) == currentThreadID() {
+        if isInsideReducer {
             core.unsafe.valuePointer.pointee.nested.append(QueuedAction(ActionBatch(actions: actions), source))
             return
         }
@@ -473,7 +473,7 @@ extension Store {
     /// ``checkMiddlewareDepth()`` for a store with middleware.
     @usableFromInline
     func checkMiddlewareDepthOfChain() throws(StoreError) {
-        guard applyingThread.load(ordering: .relaxed) != currentThreadID(),
+        guard !isInsideReducer,
               ThreadContext.current(contextKey).pointee.middlewareDepth
                 >= StoreLimits.maximumMiddlewareDepth
         else { return }

@@ -18,7 +18,7 @@ extension Store {
                      "ReduxStore: actions dispatched inside a reducer were left unapplied")
         precondition(publishedVersion.load(ordering: .relaxed) == core.pointee.version,
                      "ReduxStore: the published version is not the store's version")
-        precondition(applyingThread.load(ordering: .relaxed) != currentThreadID(),
+        precondition(!isInsideReducer,
                      "ReduxStore: this thread still counts as applying an action")
         precondition(!core.pointee.recording, "ReduxStore: the last action's recording did not end")
         core.pointee.actionLog._checkInvariants(newest: core.pointee.version)

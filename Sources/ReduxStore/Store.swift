@@ -190,8 +190,10 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// O(1), lock-free. Inside a reducer it is still the version of the last completed action.
     public var version: UInt64 { publishedVersion.load(ordering: .acquiring) }
 
-    /// Whether the calling thread is running one of this store's reducers right now: a caller
-    /// that lends what its action holds copies it first then (the action is queued).
+    /// Whether the calling thread is running one of this store's reducers right now (it holds the
+    /// lock; ``beginTransaction(on:context:)`` marks it): a dispatch from there is queued, not
+    /// applied, so a caller that lends what its action holds copies it first then. The one test of
+    /// it; ``dispatch(erased:notifies:source:)`` spells it out to reuse the thread's identifier.
     @inlinable @inline(__always)
     package var isInsideReducer: Bool {
         applyingThread.load(ordering: .relaxed) == currentThreadID()
