@@ -79,12 +79,12 @@ extension Store {
     /// ```
     ///
     /// Every action dispatched to the store — by ``dispatchAction(_:file:line:)``,
-    /// ``enqueueAction(_:file:line:)``, ``dispatchActions(_:file:line:)``, an effect or C — goes through the
-    /// middleware in order; what the last one passes to `next` is applied. A batch's actions pass one by one,
-    /// then what passed is applied as one. An action a reducer dispatches passes the chain too, once the
-    /// current action was applied and the lock released (so unlike a store without middleware, actions
-    /// of other threads may come between), on the same thread, before the outer dispatch
-    /// returns; actions the reducers keep dispatching pass one after the other, in the order
+    /// ``enqueueAction(_:file:line:)``, ``dispatchActions(_:file:line:)``, an effect or C — goes
+    /// through the middleware in order; what the last one passes to `next` is applied. A batch's
+    /// actions pass one by one, then what passed is applied as one. An action a reducer dispatches
+    /// passes the chain too, once the current action was applied and the lock released (so unlike
+    /// a store without middleware, actions of other threads may come between), on the same
+    /// thread, before the outer dispatch returns; actions the reducers keep dispatching pass one after the other, in the order
     /// they were dispatched (as without middleware), not one inside another, however many.
     ///
     /// - Parameters:
