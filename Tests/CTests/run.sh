@@ -20,8 +20,10 @@
 #    RDX_CTEST_SMALL=1 shrinks the thread tests under valgrind;
 # 6. compiles each again with AddressSanitizer (LeakSanitizer on) and runs it.
 #
-# The programs of steps 5 and 6 run CTESTS_JOBS at once (default: one per processor); their
-# results are printed in order when a step's last program ends.
+# The plain runs of step 5 go CTESTS_JOBS at once (default: one per processor), their results
+# printed in order when the last ends; the runs under valgrind and AddressSanitizer go one at a
+# time: there the thread tests run tens of times slower, and two at once on a loaded machine
+# reached the per-test watchdog (90 s, check.h).
 #
 # CTESTS_PLAIN=1 leaves out valgrind and AddressSanitizer (steps 4 and 5 run each program once,
 # step 6 is skipped): the quick run of `bash scripts/test`; `bash scripts/test --all` runs them.
@@ -241,8 +243,8 @@ account() {
 }
 
 # Runs FUNCTION NAME for each NAME given, CTESTS_JOBS of them at once (default: one per
-# processor): each program is a process of its own with its own files, and valgrind runs a
-# program on one processor. What each run says is read afterwards, in order, by account.
+# processor): each program is a process of its own with its own files. What each run says is
+# read afterwards, in order, by account.
 jobs=${CTESTS_JOBS:-$(nproc)}
 in_parallel() {
     local function=$1 name running=0
@@ -300,7 +302,7 @@ done
 if [ -n "$plain" ]; then
     echo "== valgrind and AddressSanitizer left out (CTESTS_PLAIN)"
 else
-    echo "== running under valgrind, $jobs at once"
+    echo "== running under valgrind"
     # valgrind gives up on the debug information of the inspector's debug library (70 MB, "possibly
     # corrupted debuginfo"): its tests load a copy without it, found first through LD_LIBRARY_PATH.
     valgrind_libs="$out/valgrind-libs"
@@ -315,14 +317,14 @@ else
         LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
             run_logged "$out/$1.valgrind.log" valgrind "${valgrind_flags[@]}" "$out/$1"
     }
-    in_parallel valgrind_run "${built[@]}"
     for name in "${built[@]}"; do
+        valgrind_run "$name"
         account "$name (valgrind)" "$out/$name.valgrind.log"
         summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
         echo "      valgrind: $summary"
     done
 
-    echo "== running under AddressSanitizer (LeakSanitizer on), $jobs at once"
+    echo "== running under AddressSanitizer (LeakSanitizer on)"
     asan_run() {
         if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$1.c" \
             -o "$out/$1.asan" -L"$bin" $(libraries_of "$1") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
@@ -330,8 +332,8 @@ else
             ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 run_logged "$out/$1.asan.log" "$out/$1.asan"
         fi
     }
-    in_parallel asan_run "${built[@]}"
     for name in "${built[@]}"; do
+        asan_run "$name"
         if [ -f "$out/$name.asan.log.status" ]; then
             account "$name (AddressSanitizer)" "$out/$name.asan.log"
         else
