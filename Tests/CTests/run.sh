@@ -242,6 +242,14 @@ account() {
     fi
 }
 
+# Runs one program (run_logged) and accounts for it at once: LABEL LOG COMMAND...
+run_program() {
+    local label=$1 log=$2
+    shift 2
+    run_logged "$log" "$@"
+    account "$label" "$log"
+}
+
 # Runs FUNCTION NAME for each NAME given, CTESTS_JOBS of them at once (default: one per
 # processor): each program is a process of its own with its own files. What each run says is
 # read afterwards, in order, by account.
@@ -313,29 +321,21 @@ else
         strip --strip-debug -o "$valgrind_libs/libreduxstore-postgres.so" "$postgres_lib" ||
             fail "strip a copy of libreduxstore-postgres.so for valgrind"
     fi
-    valgrind_run() {
-        LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
-            run_logged "$out/$1.valgrind.log" valgrind "${valgrind_flags[@]}" "$out/$1"
-    }
     for name in "${built[@]}"; do
-        valgrind_run "$name"
-        account "$name (valgrind)" "$out/$name.valgrind.log"
+        LD_LIBRARY_PATH="$valgrind_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RDX_CTEST_SMALL=1 \
+            run_program "$name (valgrind)" "$out/$name.valgrind.log" \
+            valgrind "${valgrind_flags[@]}" "$out/$name"
         summary=$(grep -E 'ERROR SUMMARY|definitely lost' "$out/$name.valgrind.log" | sed 's/^==[0-9]*== *//' | tr '\n' ' ')
         echo "      valgrind: $summary"
     done
 
     echo "== running under AddressSanitizer (LeakSanitizer on)"
-    asan_run() {
-        if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$1.c" \
-            -o "$out/$1.asan" -L"$bin" $(libraries_of "$1") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
-            2>"$out/$1.asan.compile.log"; then
-            ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 run_logged "$out/$1.asan.log" "$out/$1.asan"
-        fi
-    }
     for name in "${built[@]}"; do
-        asan_run "$name"
-        if [ -f "$out/$name.asan.log.status" ]; then
-            account "$name (AddressSanitizer)" "$out/$name.asan.log"
+        if "$CC" "${cflags[@]}" -fsanitize=address -fno-omit-frame-pointer -g "$here/$name.c" \
+            -o "$out/$name.asan" -L"$bin" $(libraries_of "$name") -Wl,-rpath,"$bin" $jsonc_libs -lpthread \
+            2>"$out/$name.asan.compile.log"; then
+            ASAN_OPTIONS=detect_leaks=1:exitcode=98 RDX_CTEST_SMALL=1 \
+                run_program "$name (AddressSanitizer)" "$out/$name.asan.log" "$out/$name.asan"
         else
             cat "$out/$name.asan.compile.log" >&2
             fail "compile $name with AddressSanitizer"
