@@ -163,7 +163,6 @@ static int ws_open(unsigned port, const char *token, const char *origin, int *st
     return fd;
 }
 
-/* Sends `text` as one masked text frame. */
 /* Sends one final frame of `opcode` (0x1 text, 0xA pong) with `length` bytes, masked as a
    client's frames are. */
 static int ws_send_frame(int fd, unsigned char opcode, const char *bytes, size_t length)
@@ -183,13 +182,14 @@ static int ws_send_frame(int fd, unsigned char opcode, const char *bytes, size_t
         header = 4;
     }
     memcpy(frame + header, mask, 4);
-    masked = malloc(length + 1);
+    masked = malloc(length + 1); /* (+ 1: a pong may be empty) */
     for (i = 0; i < length; i++) masked[i] = (unsigned char)bytes[i] ^ mask[i % 4];
     ok = send_all(fd, frame, header + 4) && send_all(fd, masked, length);
     free(masked);
     return ok;
 }
 
+/* Sends `text` as one masked text frame. */
 static int ws_send(int fd, const char *text)
 {
     return ws_send_frame(fd, 0x1, text, strlen(text));

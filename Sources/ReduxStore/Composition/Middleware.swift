@@ -84,8 +84,9 @@ extension Store {
     /// actions pass one by one, then what passed is applied as one. An action a reducer dispatches
     /// passes the chain too, once the current action was applied and the lock released (so unlike
     /// a store without middleware, actions of other threads may come between), on the same
-    /// thread, before the outer dispatch returns; actions the reducers keep dispatching pass one after the other, in the order
-    /// they were dispatched (as without middleware), not one inside another, however many.
+    /// thread, before the outer dispatch returns; actions the reducers keep dispatching pass one
+    /// after the other, in the order they were dispatched (as without middleware), not one inside
+    /// another, however many.
     ///
     /// - Parameters:
     ///   - reducers: run in this order for every action that reaches them.
