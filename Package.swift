@@ -192,6 +192,7 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
                 "ReduxStore", "CJSONC",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             resources: [.embedInCode("Page/inspector.html")]
@@ -216,6 +217,7 @@ if Context.environment["REDUXSTORE_CORE_ONLY"] == nil {
             dependencies: [
                 "ReduxStore", "CJSONC",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -2,6 +2,7 @@ import HTTPTypes
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -19,10 +20,10 @@ final class Completion: Sendable {
         var timers: [Int: Task<Void, Never>] = [:]
         var next = 0
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     func signal() {
-        let (waiters, timers) = state.withLock { state in
+        let (waiters, timers) = state.withLockedValue { state in
             state.done = true
             defer {
                 state.waiters = [:]
@@ -37,7 +38,7 @@ final class Completion: Sendable {
     /// True once signalled, false when `limit` passed first.
     func wait(for limit: Duration) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let id = state.withLock { state -> Int? in
+            let id = state.withLockedValue { state -> Int? in
                 if state.done { return nil }
                 state.next += 1
                 state.waiters[state.next] = continuation
@@ -51,7 +52,7 @@ final class Completion: Sendable {
                 try? await Task.sleep(for: limit)
                 self.expire(id)
             }
-            let signalled = state.withLock { state -> Bool in
+            let signalled = state.withLockedValue { state -> Bool in
                 if state.waiters[id] == nil { return true }
                 state.timers[id] = timer
                 return false
@@ -61,7 +62,7 @@ final class Completion: Sendable {
     }
 
     private func expire(_ id: Int) {
-        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
             state.timers[id] = nil
             return state.waiters.removeValue(forKey: id)
         }

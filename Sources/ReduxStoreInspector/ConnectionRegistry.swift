@@ -2,6 +2,7 @@ import HTTPTypes
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -27,13 +28,13 @@ final class ConnectionRegistry: Sendable {
         var next: UInt64 = 0
         var closed = false
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     init(limit: Int) { self.limit = limit }
 
     /// Registers `channel`, making room when at the limit; false when it is to be refused.
     func admit(_ channel: any Channel) -> Bool {
-        let (admitted, evicted) = state.withLock { state -> (Bool, (any Channel)?) in
+        let (admitted, evicted) = state.withLockedValue { state -> (Bool, (any Channel)?) in
             if state.closed { return (false, nil) }
             var evicted: (any Channel)?
             if state.entries.count >= limit {
@@ -54,23 +55,23 @@ final class ConnectionRegistry: Sendable {
 
     /// `channel`'s first request head reached the server: it is no longer closed to make room.
     func started(_ channel: any Channel) {
-        state.withLock { $0.entries[ObjectIdentifier(channel)]?.started = true }
+        state.withLockedValue { $0.entries[ObjectIdentifier(channel)]?.started = true }
     }
 
     func remove(_ channel: any Channel) {
-        _ = state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(channel)) }
+        _ = state.withLockedValue { $0.entries.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int { state.withLockedValue { $0.entries.count } }
 
     /// From now on every new connection is refused.
     func refuseNew() {
-        state.withLock { $0.closed = true }
+        state.withLockedValue { $0.closed = true }
     }
 
     /// Closes every connection open, and refuses new ones.
     func closeAll() {
-        let channels = state.withLock { state -> [any Channel] in
+        let channels = state.withLockedValue { state -> [any Channel] in
             state.closed = true
             return state.entries.values.map(\.channel)
         }

@@ -1,5 +1,6 @@
 internal import CJSONC
 import FoundationEssentials
+import NIOConcurrencyHelpers
 import ReduxStore
 
 /// What the inspector needs of a store, whatever its kind (a Swift `Store<State>`, a C store, a
@@ -29,7 +30,7 @@ final class InspectedStore: Sendable {
         } else {
             ticker = nil
         }
-        pages = Locked(Pages(claim: claim))
+        pages = NIOLockedValueBox(Pages(claim: claim))
     }
 
     /// Tells the store's log when to read the clock again (``tick(_:)``); cancelled at ``detach()``.
@@ -37,7 +38,7 @@ final class InspectedStore: Sendable {
     /// The pages connected, the inspector's claim on the store's log, and whether it has
     /// detached: with ``InspectorOptions/keptActions`` 0 the claim is opened as the first page
     /// comes and closed as the last goes.
-    private let pages: Locked<Pages>
+    private let pages: NIOLockedValueBox<Pages>
 
     private struct Pages {
         var count = 0
@@ -45,11 +46,11 @@ final class InspectedStore: Sendable {
         var detached = false
     }
     /// The newest state read for the pages.
-    private let latest = Locked<LatestState?>(nil)
+    private let latest = NIOLockedValueBox<LatestState?>(nil)
 
     /// Stops the store's log and lets the store go. Idempotent.
     func detach() {
-        let first = pages.withLock { pages -> Bool in
+        let first = pages.withLockedValue { pages -> Bool in
             guard !pages.detached else { return false }
             pages.detached = true
             if let claim = pages.claim { access.closeLog(claim) }
@@ -93,7 +94,7 @@ final class InspectedStore: Sendable {
     /// the version it holds up to, and the state at that version, from which the page's patches
     /// start. `nil` when ``InspectorOptions/maximumClients`` pages are connected.
     func connect() -> (backlog: [LoggedChange], version: UInt64, state: Result<JSONValue, StoreError>)? {
-        let added = pages.withLock { pages -> Bool in
+        let added = pages.withLockedValue { pages -> Bool in
             guard pages.count < options.maximumClients, !pages.detached else { return false }
             pages.count += 1
             // The log starts before the state is read below: every change after it is logged.
@@ -115,7 +116,7 @@ final class InspectedStore: Sendable {
 
     /// Counts a page out; the last page gone, the log stops (``InspectorOptions/keptActions`` 0).
     func disconnect() {
-        pages.withLock { pages in
+        pages.withLockedValue { pages in
             pages.count -= 1
             if pages.count == 0, options.keptActions == 0, let claim = pages.claim {
                 access.closeLog(claim)
@@ -124,7 +125,7 @@ final class InspectedStore: Sendable {
         }
     }
 
-    var clientCount: Int { pages.withLock { $0.count } }
+    var clientCount: Int { pages.withLockedValue { $0.count } }
 
     /// The log after `version`: at most `limit` changes, the oldest, with the state at the newest
     /// of them when they reach the state read for the pages (a new read is made when the last is
@@ -177,7 +178,7 @@ final class InspectedStore: Sendable {
     /// The newest state read when it is at `version` or later; otherwise a new read, unless the
     /// last was less than ``stateInterval(after:)`` ago.
     private func latestState(atLeast version: UInt64) -> StateOrWait {
-        latest.withLock { latest -> StateOrWait in
+        latest.withLockedValue { latest -> StateOrWait in
             let start = ContinuousClock.now
             if let latest {
                 if latest.version >= version { return .read(latest) }

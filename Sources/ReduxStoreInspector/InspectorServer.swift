@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import ReduxStore
@@ -17,7 +18,7 @@ final class InspectorServer: Sendable {
     let port: Int
     private let inspected: InspectedStore
     private let group: ServiceGroup
-    private let running: Locked<Task<Void, Never>?>
+    private let running: NIOLockedValueBox<Task<Void, Never>?>
     /// Signalled when the server's task ends.
     private let finished: Completion
     private let sessions: SessionRegistry
@@ -31,7 +32,7 @@ final class InspectorServer: Sendable {
         self.port = port
         self.inspected = inspected
         self.group = group
-        self.running = Locked(running)
+        self.running = NIOLockedValueBox(running)
         self.finished = finished
         self.sessions = sessions
         self.connections = connections
@@ -41,7 +42,7 @@ final class InspectorServer: Sendable {
         inspected: InspectedStore, options: InspectorOptions, token: String
     ) async throws(StoreError) -> InspectorServer {
         let sessions = SessionRegistry()
-        let gate = RequestGate(token: token, address: Locked(nil))
+        let gate = RequestGate(token: token, address: NIOLockedValueBox(nil))
         var logger = Logger(label: "ReduxStoreInspector")
         logger.logLevel = .critical
 
@@ -136,13 +137,13 @@ final class InspectorServer: Sendable {
             logger: logger)
         let group = ServiceGroup(
             configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
-        let failure = Locked<(any Error)?>(nil)
+        let failure = NIOLockedValueBox<(any Error)?>(nil)
         let finished = Completion()
         let running = Task {
             do {
                 try await group.run()
             } catch {
-                failure.withLock { $0 = error }
+                failure.withLockedValue { $0 = error }
             }
             bound.continuation.finish()
             finished.signal()
@@ -153,10 +154,10 @@ final class InspectorServer: Sendable {
             running.cancel()
             await running.value
             inspected.detach()
-            let reason = failure.withLock { $0 }.map { "\($0)" } ?? "the server did not start"
+            let reason = failure.withLockedValue { $0 }.map { "\($0)" } ?? "the server did not start"
             throw StoreError(.io, "inspector: cannot listen on \(options.host):\(options.port): \(reason)")
         }
-        gate.address.withLock { $0 = AddressCheck(host: options.host, port: port) }
+        gate.address.withLockedValue { $0 = AddressCheck(host: options.host, port: port) }
         return InspectorServer(
             port: port, inspected: inspected, group: group, running: running, finished: finished, sessions: sessions,
             connections: connections)
@@ -168,7 +169,7 @@ final class InspectorServer: Sendable {
     /// ``ConnectionBounds/stopGraceful`` (a client that reads nothing, a page that does not
     /// answer the close) is closed.
     func stop() async {
-        guard let running = running.withLock({ task -> Task<Void, Never>? in
+        guard let running = running.withLockedValue({ task -> Task<Void, Never>? in
             defer { task = nil }
             return task
         }) else { return }
@@ -231,9 +232,9 @@ struct AddressCheck: Sendable {
 final class RequestGate: Sendable {
     let token: String
     /// Set once the port is known (before the first request can arrive).
-    let address: Locked<AddressCheck?>
+    let address: NIOLockedValueBox<AddressCheck?>
 
-    init(token: String, address: Locked<AddressCheck?>) {
+    init(token: String, address: NIOLockedValueBox<AddressCheck?>) {
         self.token = token
         self.address = address
     }
@@ -243,7 +244,7 @@ final class RequestGate: Sendable {
     }
 
     func check(path: String, authority: String?, headers: HTTPFields, webSocket: Bool) throws {
-        let allowed = address.withLock { $0 }
+        let allowed = address.withLockedValue { $0 }
         // One Host header (RFC 9112, 3.2): the first is the request's authority, the others stay
         // among its fields. Two are refused before anything else is looked at.
         if headers.contains(where: { $0.name.canonicalName == "host" }) {
@@ -304,19 +305,19 @@ final class SessionRegistry: Sendable {
         var upgrading: Set<ObjectIdentifier> = []
         var closing = false
     }
-    private let state = Locked(State())
+    private let state = NIOLockedValueBox(State())
 
     /// `channel` is to become a page: counted until its session starts or it closes.
     func upgrading(_ channel: any Channel) {
         let id = ObjectIdentifier(channel)
-        state.withLock { _ = $0.upgrading.insert(id) }
+        state.withLockedValue { _ = $0.upgrading.insert(id) }
         channel.closeFuture.whenComplete { _ in
-            _ = self.state.withLock { $0.upgrading.remove(id) }
+            _ = self.state.withLockedValue { $0.upgrading.remove(id) }
         }
     }
 
     func run(_ session: InspectorSession, on channel: any Channel, inbound: WebSocketInboundStream) async throws {
-        let closing = state.withLock { state -> Bool in
+        let closing = state.withLockedValue { state -> Bool in
             state.upgrading.remove(ObjectIdentifier(channel))
             if !state.closing { state.sessions[ObjectIdentifier(session)] = session }
             return state.closing
@@ -326,7 +327,7 @@ final class SessionRegistry: Sendable {
             await session.close()
             return
         }
-        defer { _ = state.withLock { $0.sessions.removeValue(forKey: ObjectIdentifier(session)) } }
+        defer { _ = state.withLockedValue { $0.sessions.removeValue(forKey: ObjectIdentifier(session)) } }
         try await session.run(inbound: inbound)
     }
 
@@ -335,7 +336,7 @@ final class SessionRegistry: Sendable {
     /// none; its connection is closed after).
     func closeAll(within limit: Duration) async {
         let deadline = ContinuousClock.now + limit
-        let open = state.withLock { state -> [InspectorSession] in
+        let open = state.withLockedValue { state -> [InspectorSession] in
             state.closing = true
             return Array(state.sessions.values)
         }
@@ -350,7 +351,7 @@ final class SessionRegistry: Sendable {
             _ = await closed.wait(for: limit)
         }
         // The upgrades in progress: each session closes itself as it starts.
-        while state.withLock({ !$0.upgrading.isEmpty }), ContinuousClock.now < deadline {
+        while state.withLockedValue({ !$0.upgrading.isEmpty }), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
     }

@@ -16,13 +16,15 @@ final class InspectorSession: Sendable {
 
     private let inspected: InspectedStore
     private let outbound: WebSocketOutboundWriter
-    /// Rung by the store's log when a change follows a read that found none; closed when the
-    /// session ends.
-    private let wakeUp = WakeUpSignal()
+    /// The sender's wake-ups: the store's log yields one when a change follows a read that found
+    /// none (one is kept while the sender is busy); finished when the session ends.
+    private let wakeUps: AsyncStream<Void>
+    private let wakeUp: AsyncStream<Void>.Continuation
 
     init(inspected: InspectedStore, outbound: WebSocketOutboundWriter) {
         self.inspected = inspected
         self.outbound = outbound
+        (wakeUps, wakeUp) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Serves the page until it closes, the inspector stops, or its frames break the protocol:
@@ -36,7 +38,7 @@ final class InspectorSession: Sendable {
         }
         defer {
             inspected.disconnect()
-            wakeUp.close()
+            wakeUp.finish()
         }
         do {
             try await send(hello(backlog: backlog))
@@ -58,7 +60,7 @@ final class InspectorSession: Sendable {
             }
             let first = await group.next() ?? nil
             group.cancelAll()
-            wakeUp.close()
+            wakeUp.finish()
             return first
         }
         if let failure { throw failure }
@@ -68,7 +70,7 @@ final class InspectorSession: Sendable {
     /// that the session's end cannot close the connection first with 1000.
     func close() async {
         try? await outbound.close(.goingAway, reason: "the inspector stopped")
-        wakeUp.close()
+        wakeUp.finish()
     }
 
     /// Sends `message` as one text message: several frames (fragments) when it is longer than
@@ -92,18 +94,20 @@ final class InspectorSession: Sendable {
         var sentState = try? state.get()
         var sentVersion = version
         let wakeUp = self.wakeUp
+        var wakeUps = self.wakeUps.makeAsyncIterator()
         let limit = inspected.options.clientBuffer
-        while !wakeUp.isClosed {
-            guard let read = inspected.readLog(after: last, limit: limit, wake: { wakeUp.ring() }) else { return }
+        // Ends when the session does: its tasks are cancelled, or the stream of wake-ups finished.
+        while !Task.isCancelled {
+            guard let read = inspected.readLog(after: last, limit: limit, wake: { wakeUp.yield() }) else { return }
             guard let newest = read.changes.last else {
                 if let time = read.retryAfter {
                     try? await Task.sleep(for: time)
                 } else {
-                    await wakeUp.wait()
-                    // Rung by the first change after a quiet spell: the changes of the next
+                    guard await wakeUps.next() != nil else { return }
+                    // Woken by the first change after a quiet spell: the changes of the next
                     // interval go in one read, rather than the sender taking the store's lock
-                    // beside the dispatching thread at once (a burst's first dispatch rang).
-                    if !wakeUp.isClosed { try? await Task.sleep(for: Self.readInterval) }
+                    // beside the dispatching thread at once (a burst's first dispatch woke it).
+                    try? await Task.sleep(for: Self.readInterval)
                 }
                 continue
             }

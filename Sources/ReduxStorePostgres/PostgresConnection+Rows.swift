@@ -1,5 +1,6 @@
 internal import CJSONC
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import ReduxStore
 import Crypto
@@ -47,14 +48,14 @@ extension PostgresConnection {
 
 /// The first of several results, handed to one waiting continuation.
 final class Answer<Value: Sendable>: Sendable {
-    private let state = Locked<(continuation: CheckedContinuation<Value, any Error>?, given: Bool)>((nil, false))
+    private let state = NIOLockedValueBox<(continuation: CheckedContinuation<Value, any Error>?, given: Bool)>((nil, false))
 
     func wait(_ continuation: CheckedContinuation<Value, any Error>) {
-        state.withLock { $0.continuation = continuation }
+        state.withLockedValue { $0.continuation = continuation }
     }
 
     func give(_ result: Result<Value, any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+        let continuation = state.withLockedValue { state -> CheckedContinuation<Value, any Error>? in
             guard !state.given else { return nil }
             state.given = true
             return state.continuation

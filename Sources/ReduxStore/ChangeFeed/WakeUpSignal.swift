@@ -2,7 +2,7 @@
 /// ``wait()`` running, or the next one if none is; ``close()`` ends every wait from then on.
 /// How the readers of a store's action log wait for its next record: each leaves its ring as
 /// the log's wake-up (``Store/readActionLog(after:limit:wake:)``).
-package final class WakeUpSignal: Sendable {
+final class WakeUpSignal: Sendable {
     private struct State {
         var rung = false
         var closed = false
@@ -11,9 +11,9 @@ package final class WakeUpSignal: Sendable {
     }
     private let state = Locked(State())
 
-    package init() {}
+    init() {}
 
-    package func ring() {
+    func ring() {
         let waiters = state.withLock { state in
             defer { state.waiters = [] }
             if state.waiters.isEmpty { state.rung = true }
@@ -22,7 +22,7 @@ package final class WakeUpSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    package func close() {
+    func close() {
         let waiters = state.withLock { state in
             defer { state.waiters = [] }
             state.closed = true
@@ -31,10 +31,10 @@ package final class WakeUpSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    package var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { state.withLock { $0.closed } }
 
     /// Returns once rung (since the last wait) or closed, or at cancellation.
-    package func wait() async {
+    func wait() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = state.withLock { state -> Bool in
