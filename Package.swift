@@ -30,7 +30,8 @@ let package = Package(
             providers: [.apt(["libjson-c-dev"])]
         ),
         // The Swift core: store, dispatch, observers, snapshots, the Codable ⇄ json-c bridge,
-        // persistence. It knows nothing of the C interface.
+        // persistence. It knows nothing of the C interface: what the libraries for C use beyond
+        // the public API is one seam, `@_spi(Bindings)` (the DocC article "The bindings seam").
         .target(
             name: "ReduxStore",
             dependencies: [

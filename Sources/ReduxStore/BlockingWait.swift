@@ -2,6 +2,9 @@
 /// for callers with no async context of their own, such as a thread another language started
 /// or a command line's `run`. Never call it from a task on the pool: it would hold one of the pool's threads
 /// while waiting for another.
+///
+/// Package: the inspector's and replication's libraries for C and `reduxstore-inspect` start and
+/// stop their services with it.
 package func blockingWait<T: Sendable, Failure: Error>(
     _ body: @escaping @Sendable () async throws(Failure) -> T
 ) -> Result<T, Failure> {

@@ -7,10 +7,10 @@ import Musl
 
 /// The rules for JSON input that crosses into a store, shared by every face of the store, so
 /// that every limit holds the same way in each.
-package enum JSONInput {
+@_spi(Bindings) public enum JSONInput {
     /// An action identifier of `length` bytes: at most ``StoreLimits/maximumIdentifierLength``
     /// bytes (``StoreError/Kind/limit``), no NUL, valid UTF-8 (``StoreError/Kind/decode``).
-    package static func identifier(_ pointer: UnsafePointer<CChar>, length: Int) throws(StoreError) {
+    @_spi(Bindings) public static func identifier(_ pointer: UnsafePointer<CChar>, length: Int) throws(StoreError) {
         let limit = StoreLimits.maximumIdentifierLength
         guard length <= limit else {
             throw StoreError(.limit, "identifier is longer than \(limit) bytes")
@@ -45,7 +45,7 @@ package enum JSONInput {
     ///   - name: what the tree is, for messages (`payload`); `""` when the caller names it.
     ///   - containersAbove: containers around the tree in the input it came in (the action
     ///     object around a payload parsed from action text).
-    package static func tree(_ object: OpaquePointer?, _ name: String, containersAbove: Int = 0)
+    @_spi(Bindings) public static func tree(_ object: OpaquePointer?, _ name: String, containersAbove: Int = 0)
         throws(StoreError)
     {
         guard let object, let problem = firstProblem(in: object, depth: containersAbove) else {
@@ -135,7 +135,7 @@ package enum JSONInput {
     /// The text may be at most ``StoreLimits/maximumJSONTextSize`` bytes and nest at most
     /// ``StoreLimits/maximumNestingDepth`` containers, the action object included. Only the
     /// keys `identifier` and `payload` are allowed.
-    package static func withParsedAction<T>(
+    @_spi(Bindings) public static func withParsedAction<T>(
         _ text: UnsafePointer<CChar>, length: Int,
         _ body: (UnsafePointer<CChar>, OpaquePointer?) throws(StoreError) -> T
     ) throws(StoreError) -> T {
@@ -159,7 +159,7 @@ package enum JSONInput {
     ///
     /// The same limits as ``withParsedAction(_:length:_:)``, for the text as a whole and for
     /// each action (the array around the actions does not count against a payload's nesting).
-    package static func withParsedBatch<T>(
+    @_spi(Bindings) public static func withParsedBatch<T>(
         _ text: UnsafePointer<CChar>, length: Int,
         _ body: ([(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)]) throws(StoreError) -> T
     ) throws(StoreError) -> T {
@@ -260,7 +260,7 @@ extension JSONAction {
     /// them.
     ///
     /// - Throws: ``StoreError`` naming the coding path below `payload`.
-    package init(identifier: String, jsonCPayload payload: OpaquePointer?) throws(StoreError) {
+    @_spi(Bindings) public init(identifier: String, jsonCPayload payload: OpaquePointer?) throws(StoreError) {
         guard let payload else {
             self.init(identifier: identifier)
             return

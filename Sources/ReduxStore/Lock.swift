@@ -25,16 +25,16 @@ import Musl
 /// reports every access inside it as a race, which would bury a real one), where it follows
 /// this word's acquiring and releasing atomics. Debug builds trap when the holder locks again
 /// (which would hang) or another thread releases it. Every pthread call's result is checked.
-package struct Locked<Value> {
+@_spi(Bindings) public struct Locked<Value> {
     private let storage: LockStorage<Value>
 
-    package init(_ value: Value) {
+    @_spi(Bindings) public init(_ value: Value) {
         storage = LockStorage.make(value)
     }
 
     /// Runs `body` with the value, holding the lock. `body` must not take this lock again.
     @inline(__always)
-    package func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
+    @_spi(Bindings) public func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         storage.lock()
         defer { storage.unlock() }
         return try body(&storage.withUnsafeMutablePointerToHeader { $0 }.pointee)

@@ -31,17 +31,12 @@ extension Store {
         dispatch(erased: action, notifies: action.notifiesObservers, source: DispatchSite(file, line))
     }
 
-    /// ``dispatchAction(_:file:line:)`` with its source as the dispatch path carries it (one a
-    /// caller may lend for the call, ``DispatchSite/init(borrowingFile:line:)``).
-    @inlinable
-    package func dispatchAction(_ action: some Action, source: DispatchSite) {
-        dispatch(erased: action, notifies: action.notifiesObservers, source: source)
-    }
-
     /// ``dispatchAction(_:file:line:)`` for an action already in an existential box: not
     /// generic, and the box is handed to the reducers as it is. `notifies` is the action's
     /// ``Action/notifiesObservers`` if the caller read it, or `nil`: then it is asked only if
     /// there are observers to tell. `source`: where it was dispatched from.
+    ///
+    /// Package: replication applies the stream's actions with it, and the inspector its page's.
     @usableFromInline
     package func dispatch(erased action: any Action, notifies: Bool? = nil, source: DispatchSite = .unknown) {
         let me = currentThreadID()
@@ -80,6 +75,8 @@ extension Store {
     }
 
     /// ``dispatchActions(_:file:line:)`` with its source as the dispatch path carries it.
+    ///
+    /// Package, as ``DispatchSite`` is (see it): bindings dispatch a batch with a lent source.
     package func dispatch(batch actions: [any Action], source: DispatchSite) {
         if isInsideReducer {
             core.unsafe.valuePointer.pointee.nested.append(QueuedAction(ActionBatch(actions: actions), source))
@@ -466,7 +463,7 @@ extension Store {
     /// or from inside its reducers (the action is queued there, not dispatched through the chain).
     /// Inlined into its callers, so that a store without middleware pays one test.
     @inlinable
-    package func checkMiddlewareDepth() throws(StoreError) {
+    @_spi(Bindings) public func checkMiddlewareDepth() throws(StoreError) {
         if hasMiddleware { try checkMiddlewareDepthOfChain() }
     }
 

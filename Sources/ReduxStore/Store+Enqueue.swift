@@ -77,10 +77,12 @@ extension Store {
 
     /// Whether enqueueing and flushing work in this process: not in a child made by `fork()`
     /// (see ``ForkGeneration``).
-    package var canEnqueue: Bool { !ForkGeneration.isForkedChild }
+    @_spi(Bindings) public var canEnqueue: Bool { !ForkGeneration.isForkedChild }
 
     /// ``enqueueAction(_:file:line:)`` for an action already in an existential box (kept as it
     /// is); a borrowed `source` is kept (``DispatchSite/kept()``), as the action is applied later.
+    ///
+    /// Package, as ``DispatchSite`` is (see it): bindings enqueue with a lent source.
     package func enqueue(erased action: any Action, source: DispatchSite = .unknown) {
         let queued = QueuedAction(action, source)
         precondition(canEnqueue, "ReduxStore: enqueueAction in a child process made by fork()")

@@ -88,6 +88,10 @@ extension Store {
     ///   store.
     ///   - selection: for an observer of a value in the state: it is called only for the
     ///     actions that changed that value (see ``StateSelection``).
+    ///
+    /// Package rather than part of the bindings seam (<doc:TheBindingsSeam>): the inlinable
+    /// ``observe(_:queue:using:)`` calls it from its caller's module, where an `@_spi` declaration
+    /// cannot be used.
     @usableFromInline
     package func addObserver(
         named name: StoreNotification.Name?,

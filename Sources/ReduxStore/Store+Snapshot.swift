@@ -110,7 +110,7 @@ extension Store {
     ///
     /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer of a struct state (see
     ///   ``currentState()``), or what `body` throws.
-    package func withLockedState<T>(
+    @_spi(Bindings) public func withLockedState<T>(
         _ body: (borrowing State, _ version: UInt64) throws(StoreError) -> T
     ) throws(StoreError) -> T {
         try withCoreLocked { (core, insideReducer) throws(StoreError) in

@@ -89,6 +89,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     /// A deep copy of `state` by a snapshot round trip; `state` itself when its Codable
     /// conformance fails.
+    ///
+    /// Package: replication copies the state it starts from with it.
     package static func deepCopy(_ state: State) -> State {
         let tape = SnapshotTape()
         do {
@@ -101,6 +103,8 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     /// Creates a store that takes `state` as it is (no copy) and starts at `version`: for callers
     /// that made the state themselves (a restored file, a tree deep-copied from its owner).
+    ///
+    /// Package: a replica starts its store at a snapshot's version with it.
     package convenience init(
         reducers: [Reducer<State>], adopting state: State, version: UInt64, middleware: [Middleware<State>] = [],
         refusingLocalChanges refusal: String? = nil
@@ -127,7 +131,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     ///   - keeper: makes a borrowed action owned where it is kept past its dispatch.
     ///   - refusal: why the state may change only through the store's owner (a replica's stream,
     ///     a store forwarding to another library): ``restore(version:)`` throws it.
-    package init(
+    @_spi(Bindings) public init(
         erasedReducer reduce: @escaping (UnsafeMutableRawPointer, any Action) -> Void, adopting state: State, version: UInt64,
         readableInsideReducer: Bool = State.self is AnyObject.Type,
         middleware: [Middleware<State>] = [], keeper: ActionKeeper? = nil, refusingLocalChanges refusal: String? = nil
@@ -195,7 +199,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// applied, so a caller that lends what its action holds copies it first then. The one test of
     /// it; ``dispatch(erased:notifies:source:)`` spells it out to reuse the thread's identifier.
     @inlinable @inline(__always)
-    package var isInsideReducer: Bool {
+    @_spi(Bindings) public var isInsideReducer: Bool {
         applyingThread.load(ordering: .relaxed) == currentThreadID()
     }
 }

@@ -60,7 +60,7 @@ public struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 extension StoreError {
     /// The same error one level down a path: `prefix` goes before the coding path (`"[2]"`
     /// makes `identifier: key not found` into `[2].identifier: key not found`).
-    package func prefixed(_ prefix: String) -> StoreError {
+    @_spi(Bindings) public func prefixed(_ prefix: String) -> StoreError {
         StoreError(kind, codingPath: CodingPath.join(prefix, codingPath), detail: detail)
     }
 
@@ -108,7 +108,7 @@ extension StoreError {
     /// none. For the faces that print a message: messages quote what callers passed (keys, paths,
     /// identifiers), and there a NUL would cut a C string short, a newline or an escape sequence
     /// (C1's CSI included) garble a log or a terminal.
-    package static func printable(_ message: String) -> String {
+    @_spi(Bindings) public static func printable(_ message: String) -> String {
         func isControl(_ scalar: Unicode.Scalar) -> Bool { scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
         guard message.unicodeScalars.contains(where: isControl) else { return message }
         let hex = Array("0123456789abcdef".unicodeScalars)

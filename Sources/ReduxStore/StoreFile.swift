@@ -8,7 +8,7 @@ import Musl
 /// bound (``RegularFile``), and written by atomic replacement (``AtomicFile``). What one side
 /// writes the other reads: writing refuses what reading would refuse, and leaves the old file
 /// as it was.
-package enum StoreFile {
+@_spi(Bindings) public enum StoreFile {
     /// Writes `{"reduxstore": 1, "version": version, "state": state}` and a newline to `path`,
     /// atomically. Takes ownership of `state` (a json-c tree, NULL for null).
     ///
@@ -37,7 +37,7 @@ package enum StoreFile {
     ///   unreadable or not a regular file (`open PATH: REASON`), ``StoreError/Kind/corrupt``
     ///   for one that is not a saved state of this type, larger than
     ///   ``StoreLimits/maximumJSONTextSize`` included (`PATH: not a saved state: …`).
-    package static func readState<State: Decodable>(_ type: State.Type, from path: String)
+    public static func readState<State: Decodable>(_ type: State.Type, from path: String)
         throws(StoreError) -> (State, UInt64)
     {
         let limit = StoreLimits.maximumJSONTextSize

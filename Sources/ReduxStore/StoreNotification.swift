@@ -51,7 +51,7 @@ public struct StoreNotification: Sendable, Hashable {
     /// Whether this is a plain ``Name/stateDidChange`` notification, as a dispatch makes it (no
     /// string comparison).
     @inline(__always)
-    package var isStateDidChange: Bool { custom == nil }
+    @_spi(Bindings) public var isStateDidChange: Bool { custom == nil }
 
     // Equal and hashed by the name, whichever way it is held; action identifiers compare code
     // point by code point, as ``JSONAction``'s do (the hash of equal bytes is equal).

@@ -1,7 +1,7 @@
 // The change feed's C functions: change listeners and action logs.
 internal import CJSONC
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import Synchronization
 
 @c @implementation

@@ -2,7 +2,7 @@
 // observing one value. Thin, as the rest of the C face: checks, then the core.
 internal import CJSONC
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -4,7 +4,7 @@
 // action to the handle's store (`CStoreHandle.dispatch`), which the core applies.
 internal import CJSONC
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 #if canImport(Glibc)
 import Glibc
 #endif

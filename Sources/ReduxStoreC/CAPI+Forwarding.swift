@@ -2,7 +2,7 @@
 // library layered on this one (libreduxstore-postgres.so) that orders a store's actions itself.
 internal import CJSONC
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 
 @c @implementation
 public func rdx_store_create_forwarding(

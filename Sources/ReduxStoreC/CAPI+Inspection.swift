@@ -3,7 +3,7 @@
 // JSONPatch does the work, and a patched result is written back where it differs.
 internal import CJSONC
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 
 @c @implementation
 public func rdx_json_diff(_ from: OpaquePointer?, _ to: OpaquePointer?) -> OpaquePointer? {

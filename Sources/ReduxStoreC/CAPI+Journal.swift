@@ -1,7 +1,7 @@
 // The C functions of include/reduxstore.h's journal part. Thin: checks, then the core.
 internal import CJSONC
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 
 @c @implementation
 public func rdx_store_start_journal(

@@ -5,7 +5,7 @@
 internal import CJSONC
 // Public: the exported C functions use the header's types in their signatures.
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 
 @c @implementation
 public func rdx_store_create(

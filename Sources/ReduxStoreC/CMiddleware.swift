@@ -1,6 +1,6 @@
 internal import CJSONC
 internal import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 internal import CJSONC
 internal import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 internal import CJSONC
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 
 /// What a ``CStoreHandle`` reaches: a `Store<State>`, and how C's actions become that store's.
 ///

@@ -1,6 +1,6 @@
 internal import CJSONC
 internal import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import Synchronization
 
 /// The object behind an `rdx_store *`: C's pointer is its address.

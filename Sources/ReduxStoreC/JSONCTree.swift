@@ -1,6 +1,6 @@
 internal import CJSONC
 internal import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 
 /// The state of a store C created: a json-c tree the store owns. C reducers mutate it in place.
 final class JSONCTree: Codable, JSONCTreeRepresentable, @unchecked Sendable {

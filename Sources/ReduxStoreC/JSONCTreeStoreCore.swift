@@ -1,6 +1,6 @@
 internal import CJSONC
 internal import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 
 /// A store created from C (`rdx_store_create`, `rdx_store_open`): a `Store<JSONCTree>` whose one
 /// Swift reducer calls the C reducers.
@@ -64,10 +64,10 @@ final class JSONCTreeStoreCore: CStoreCore {
         throws(StoreError)
     {
         if store.isInsideReducer {
-            store.dispatchAction(try CAction(copying: identifier, payload: payload), source: source)
+            store.dispatch(erased: try CAction(copying: identifier, payload: payload), notifies: true, source: source)
         } else {
             try store.checkMiddlewareDepth()
-            store.dispatchAction(CAction(borrowing: identifier, payload: payload), source: source)
+            store.dispatch(erased: CAction(borrowing: identifier, payload: payload), notifies: true, source: source)
         }
     }
 
@@ -77,6 +77,6 @@ final class JSONCTreeStoreCore: CStoreCore {
     @inline(__always)
     func dispatch(kept identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) {
         try store.checkMiddlewareDepth()
-        store.dispatchAction(KeptCAction(identifierPointer: identifier), source: source)
+        store.dispatch(erased: KeptCAction(identifierPointer: identifier), notifies: true, source: source)
     }
 }

@@ -1,4 +1,4 @@
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 internal import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStoreCStatus
 #if canImport(Glibc)
 import Glibc

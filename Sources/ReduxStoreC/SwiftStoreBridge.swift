@@ -1,5 +1,5 @@
 internal import CJSONC
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStoreInspectKit
 
 /// `reduxstore-inspect`: saved states and journals, read from the command line. A thin layer:

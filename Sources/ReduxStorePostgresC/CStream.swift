@@ -4,7 +4,7 @@
 // one, whose dispatches come here and whose stream's actions go back with rdx_store_apply_forwarded.
 internal import CJSONC
 public import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStorePostgres
 import Synchronization
 #if canImport(Glibc)

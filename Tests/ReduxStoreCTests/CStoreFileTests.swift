@@ -1,7 +1,7 @@
 import CJSONC
 import FoundationEssentials
 import CReduxStoreAPI
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStoreC
 import ReduxStoreTestSupport
 import Testing

@@ -1,4 +1,4 @@
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import Synchronization
 
 /// A counter state held by reference, as ReduxObjC holds its state.

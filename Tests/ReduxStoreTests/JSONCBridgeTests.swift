@@ -2,7 +2,7 @@
 import CJSONC
 import FoundationEssentials
 import Testing
-@testable import ReduxStore
+@_spi(Bindings) @testable import ReduxStore
 
 // MARK: - Helpers
 

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import ReduxStoreTestSupport
 import Testing
-@testable import ReduxStore
+@_spi(Bindings) @testable import ReduxStore
 
 // The store's one lock type (`Locked`): one thread at a time inside, under contention too (more
 // threads than cores, so that the waits past the spin are taken); no wake-up lost between a

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import ReduxStore
+@_spi(Bindings) @testable import ReduxStore
 
 // MARK: - Fixtures
 

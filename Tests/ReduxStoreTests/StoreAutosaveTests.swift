@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-@testable import ReduxStore
+@_spi(Bindings) @testable import ReduxStore
 import ReduxStoreTestSupport
 import Testing
 #if canImport(Glibc)

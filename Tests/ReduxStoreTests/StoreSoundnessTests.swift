@@ -1,5 +1,5 @@
 import Dispatch
-@testable import ReduxStore
+@_spi(Bindings) @testable import ReduxStore
 import ReduxStoreTestSupport
 import Synchronization
 import Testing

@@ -1,4 +1,4 @@
-@testable import ReduxStore
+@_spi(Bindings) @testable import ReduxStore
 
 extension Store {
     /// The number of listeners of the change feed and claims on the action log now: how the

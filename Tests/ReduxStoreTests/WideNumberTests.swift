@@ -47,7 +47,7 @@ import CJSONC
         // node's own buffer): ThreadSanitizer runs this suite too.
         struct Shared: @unchecked Sendable { let tree: OpaquePointer? }  // only read below
         let text = "[123456789012345678901234567890.5, 170141183460469231731687303715884105727, 0.1]"
-        let shared = Shared(tree: try JSONCText.parse(text, length: text.utf8.count))
+        let shared = Shared(tree: try JSONCText.parse(text))
         defer { json_object_put(shared.tree) }
         DispatchQueue.concurrentPerform(iterations: 4) { _ in
             let tree = shared.tree

@@ -5,4 +5,4 @@
 ///
 /// Called with every action the store's log records, under the store's lock: it returns the
 /// action to keep, or `nil` when `action` owns what it holds already and is kept as it is.
-package typealias ActionKeeper = @Sendable (_ action: any Action) -> (any Action)?
+@_spi(Bindings) public typealias ActionKeeper = @Sendable (_ action: any Action) -> (any Action)?

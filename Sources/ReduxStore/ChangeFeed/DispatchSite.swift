@@ -13,6 +13,11 @@ import Musl
 /// its dispatch returns, and whatever keeps the site past that call takes
 /// ``kept()`` instead (the record of an applied action does, under the store's lock, which is
 /// still within the call).
+///
+/// Package rather than part of the bindings seam (<doc:TheBindingsSeam>), for the inlinable
+/// ``Store/dispatchAction(_:file:line:)`` makes one in its caller's module: replication dispatches
+/// with the source a stored action names (``init(stored:)``), bindings with a lent one
+/// (``init(borrowingFile:line:)``).
 @frozen @usableFromInline
 package struct DispatchSite: Sendable {
     // Sendable: the bytes are immutable; `borrowed` sites never leave the dispatching call.

@@ -10,7 +10,7 @@ import Musl
 /// (``files``), and any other table a module makes of its own. A program names a fixed set of
 /// files and identifiers; past ``limit`` distinct names a new one is not kept (the caller records
 /// no source, or copies what it needed).
-package final class KeptNames: @unchecked Sendable {
+@_spi(Bindings) public final class KeptNames: @unchecked Sendable {
     // @unchecked: the table is reached only under its lock; the buffers it holds are never
     // written after they were filled.
 
@@ -31,10 +31,10 @@ package final class KeptNames: @unchecked Sendable {
     private let table = Locked(Table())
 
     /// A table of at most `limit` names.
-    package init(limit: Int) { self.limit = limit }
+    @_spi(Bindings) public init(limit: Int) { self.limit = limit }
 
     /// The kept copy of `bytes`; `nil` past ``limit`` names.
-    package func intern(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+    @_spi(Bindings) public func intern(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
         table.withLock { table in
             let address = UInt(bitPattern: bytes.baseAddress)
             if let kept = table.byAddress[address], kept.count == bytes.count,

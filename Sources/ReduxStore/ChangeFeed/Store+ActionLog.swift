@@ -12,6 +12,10 @@ extension Store {
     /// that read it, and otherwise takes the same time: a ticker that calls it every few
     /// milliseconds while actions are applied spares each dispatch the clock, at the ticker's
     /// resolution (Benchmarks/README.md, "The live inspector: both goals met").
+    ///
+    /// Package, as are ``closeActionLog(_:)``, ``tickActionLog()`` and
+    /// ``readActionLog(after:limit:wake:)``: the live inspector sends its pages what it reads from
+    /// the log.
     package func openActionLog(_ capacity: Int, ticked: Bool = false) -> UInt64 {
         withCoreLocked { core, insideReducer in
             openClaimLocked(ActionLog.Claim(capacity: capacity, ticked: ticked), core: core, insideReducer: insideReducer)

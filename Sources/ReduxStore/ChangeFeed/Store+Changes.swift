@@ -92,6 +92,8 @@ extension Store {
     ///   - key: the caller's name for the listener, unique among this store's listeners; known to
     ///     the caller before the listener can be called, so that the listener may remove itself.
     ///   - includingPatches: whether each record carries the action's patch.
+    ///
+    /// Package, as ``ChangeRecord`` is (see it): a binding's change listener.
     package func addChangeListener(
         key: UInt64, includingPatches: Bool, receive: @escaping (ChangeRecord) -> Void
     ) {
@@ -117,7 +119,7 @@ extension Store {
     /// running on another thread holds the store's lock, which this waits for). `false` when no
     /// listener of this store has that key.
     @discardableResult
-    package func removeChangeListener(key: UInt64) -> Bool {
+    @_spi(Bindings) public func removeChangeListener(key: UInt64) -> Bool {
         withCoreLocked { core, _ in
             guard let recorder = core.pointee.recorder,
                   let index = recorder.listeners.firstIndex(where: { $0.key == key })

@@ -61,6 +61,9 @@ public struct StoreChange: Sendable {
 /// ring (``ActionLog``), where the apply transaction recorded it once, for the journal, the
 /// change listeners, ``Store/changes(includingPatches:bufferingNewest:)`` and the live
 /// inspectors. Only the log makes one, so every record owns what it holds.
+///
+/// Package: the inspector reads records from the action log; replication and bindings make a
+/// payload of an action with ``payloadValue(of:)``; bindings' change listeners are handed records.
 @usableFromInline
 package struct ChangeRecord: @unchecked Sendable {
     // @unchecked: `action` is Sendable and owns what it holds (a borrowed action was copied for

@@ -47,7 +47,7 @@ public struct ActionTypes: Sendable {
 
     /// Whether no type is registered: tested before ``registeredAction(identifier:payload:isValueless:)``
     /// on a dispatch path (inlined there), it spares a store without registered types the call.
-    @inlinable package var isEmpty: Bool { registrations.isEmpty }
+    @inlinable @_spi(Bindings) public var isEmpty: Bool { registrations.isEmpty }
 
     /// The registered identifiers, sorted by code point.
     public var identifiers: [String] { registrations.keys.sorted().map(\.string) }
@@ -58,6 +58,8 @@ public struct ActionTypes: Sendable {
     ///
     /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
     ///   does not decode into the registered type.
+    ///
+    /// Package: the inspector decodes an action its page dispatches with it.
     package func registeredAction(identifier: String, payload: OpaquePointer?, isValueless: inout Bool)
         throws(StoreError) -> (any Action)?
     {
@@ -75,6 +77,8 @@ public struct ActionTypes: Sendable {
     ///
     /// - Throws: ``StoreError`` naming the coding path (`payload.title: …`) when the payload
     ///   does not decode into the registered type.
+    ///
+    /// Package: replication decodes each stored action with it.
     package func action(identifier: String, payload: OpaquePointer?) throws(StoreError) -> any Action {
         var isValueless = false
         if !isEmpty, let action = try registeredAction(identifier: identifier, payload: payload, isValueless: &isValueless) {

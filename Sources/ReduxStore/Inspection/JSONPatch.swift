@@ -335,7 +335,7 @@ public enum JSONPatch {
 extension JSONValue {
     /// The kind of value, for messages: "null", "a boolean", "a number", "a string", "an
     /// array", "an object".
-    package var kindName: String {
+    @_spi(Bindings) public var kindName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"

@@ -47,6 +47,8 @@ struct JournalWait {
 /// An action that can say what to record for it, beyond what the journal knows how to encode
 /// (``JSONAction``'s payload, an `Encodable` action's properties): an action holding a json-c
 /// payload.
+///
+/// Package: the inspector tells a typed action from one that carries a tree by it.
 package protocol JournalRecordable: Action {
     /// The payload as a json-c tree (borrowed from the action), or NULL for none.
     var journalPayload: OpaquePointer? { get }

@@ -95,7 +95,7 @@ extension Store {
 
     /// ``stopJournal()``, returning what the journal could not write (see ``flushJournal()``);
     /// `nil` from inside a reducer, where the file is finished later.
-    package func stopJournalReporting() -> StoreError? {
+    @_spi(Bindings) public func stopJournalReporting() -> StoreError? {
         let (journal, insideReducer) = detachJournal { _ in true }
         guard let journal else { return nil }
         if insideReducer {

@@ -82,6 +82,8 @@ public struct JSONCDecoder: Sendable {
     ///   ``StoreLimits/maximumNestingDepth``.
     /// - Complexity: O(n) in the size of the part of the tree that `T` reads; one hash lookup
     ///   per key asked for, no JSON text and no per-key string copies.
+    ///
+    /// Package: the inspector and replication decode the trees they parse.
     package func decode<T: Decodable>(_ type: T.Type, from object: OpaquePointer?) throws(StoreError) -> T {
         let state = DecodingState(options: self)
         let decoder = JSONCDecoderImpl(state: state, codingPath: [], current: object)

@@ -75,6 +75,8 @@ public struct JSONCEncoder: Sendable {
     ///   allocate. Nothing is leaked on any error.
     /// - Complexity: O(n) in the size of the encoded value; one json-c allocation per JSON value
     ///   (plus a hash table per object), no JSON text.
+    ///
+    /// Package: the inspector and replication encode values into trees.
     package func encode<T: Encodable>(_ value: T) throws(StoreError) -> OpaquePointer? {
         let state = EncodingState(options: self)
         let encoder = JSONCEncoderImpl(state: state, codingPath: [])

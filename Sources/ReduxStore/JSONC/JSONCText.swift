@@ -305,6 +305,9 @@ extension JSONC {
 }
 
 /// JSON text through json-c's tokener, for callers outside this module.
+///
+/// Package: replication parses the payloads and snapshots the server returns, and prints the trees
+/// it sends.
 package enum JSONCText {
     /// Parses `length` bytes of UTF-8 JSON text at `text` (NUL termination not needed) into a
     /// new tree the caller owns (`nil` for `null`), with json-c's strict tokener.
@@ -313,7 +316,7 @@ package enum JSONCText {
     /// - Throws: ``StoreError`` of kind ``StoreError/Kind/parse`` naming the byte offset, or
     ///   ``StoreError/Kind/limit`` for text longer than ``StoreLimits/maximumJSONTextSize`` or
     ///   nested too deep.
-    package static func parse(
+    static func parse(
         _ text: UnsafePointer<CChar>, length: Int,
         maximumDepth: Int = StoreLimits.maximumNestingDepth + 1
     ) throws(StoreError) -> OpaquePointer? {

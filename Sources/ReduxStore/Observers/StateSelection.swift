@@ -13,6 +13,10 @@
 /// state's address (a pointer to the stored `State`); what `compare` keeps between calls is
 /// touched only then. What the observer is handed is kept apart, behind a lock of its own,
 /// because it is taken after the store's lock is released.
+///
+/// Package, with its initializer and ``takeNewest()``, rather than part of the bindings seam
+/// (<doc:TheBindingsSeam>): the inlinable ``Store/observe(_:queue:using:)`` makes one in its
+/// caller's module; bindings make one to observe a part of the state.
 @usableFromInline
 package final class StateSelection: @unchecked Sendable {
     // @unchecked: `compare` and `current` touch their captures only under the store's lock;

@@ -143,6 +143,8 @@ extension Store {
 
     /// `init(reducers:state:middleware:)` for a state the caller made (a restored file, a
     /// replay's start) and a version to start at.
+    ///
+    /// Package: a replica starts its store at a snapshot's version with it.
     package convenience init(
         routing reducers: Reducers<State>, adopting state: State, version: UInt64,
         middleware: [Middleware<State>] = [], refusingLocalChanges refusal: String? = nil

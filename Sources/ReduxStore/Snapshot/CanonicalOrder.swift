@@ -56,6 +56,8 @@ extension JSONValue {
     ///
     /// Costs more than ``init(encoding:)`` for each unordered collection (each element is encoded
     /// on its own first); the same for everything else.
+    ///
+    /// Package: replication stores and compares snapshots in this form.
     package init(canonicallyEncoding value: some Encodable) throws(StoreError) {
         let tape = SnapshotTape()
         try SnapshotEncoder().encode(value, into: tape, canonicalOrder: true)

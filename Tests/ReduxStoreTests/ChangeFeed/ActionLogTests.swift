@@ -1,5 +1,5 @@
 import Foundation
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStoreTestSupport
 import Synchronization
 import Testing

@@ -1,5 +1,5 @@
 import Dispatch
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStoreTestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStoreInspectKit
 import ReduxStoreTestSupport
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-@testable import ReduxStore
+@_spi(Bindings) @testable import ReduxStore
 import ReduxStoreInspectKit
 import ReduxStoreTestSupport
 import Testing
