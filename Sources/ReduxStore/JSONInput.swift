@@ -139,17 +139,10 @@ import Musl
         _ text: UnsafePointer<CChar>, length: Int,
         _ body: (UnsafePointer<CChar>, OpaquePointer?) throws(StoreError) -> T
     ) throws(StoreError) -> T {
-        let limit = StoreLimits.maximumJSONTextSize
-        guard length <= limit else {
-            throw StoreError(.limit, "action text is longer than \(limit) bytes")
+        try withParsedText(text, length: length, naming: "action", containersAround: 0) { root throws(StoreError) in
+            let (identifier, payload) = try actionParts(root)
+            return try body(identifier, payload)
         }
-        // json-c's depth counts one more than the containers it lets nest, and does not count
-        // the inside of an empty container: the payload's depth is checked again after parsing.
-        let root = try JSONCText.parse(
-            text, length: length, maximumDepth: StoreLimits.maximumNestingDepth + 1)
-        defer { json_object_put(root) }
-        let (identifier, payload) = try actionParts(root)
-        return try body(identifier, payload)
     }
 
     /// Parses the text of a batch, `[{"identifier": ..., "payload": ...}, ...]`, and hands the
@@ -163,27 +156,41 @@ import Musl
         _ text: UnsafePointer<CChar>, length: Int,
         _ body: ([(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)]) throws(StoreError) -> T
     ) throws(StoreError) -> T {
+        try withParsedText(text, length: length, naming: "batch", containersAround: 1) { root throws(StoreError) in
+            guard let root, json_object_get_type(root) == json_type_array else {
+                throw StoreError(.decode, "batch: expected array, found \(JSONC.kindName(root))")
+            }
+            let count = json_object_array_length(root)
+            var actions: [(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)] = []
+            actions.reserveCapacity(count)
+            for index in 0..<count {
+                do throws(StoreError) {
+                    actions.append(try actionParts(json_object_array_get_idx(root, index)))
+                } catch {
+                    throw error.prefixed("[\(index)]")
+                }
+            }
+            return try body(actions)
+        }
+    }
+
+    /// Parses `length` bytes of `what`'s text (at most ``StoreLimits/maximumJSONTextSize``) and
+    /// hands the tree to `body`, freeing it after. `containersAround`: how many containers around
+    /// the actions (a batch's array) may nest beyond the limit.
+    private static func withParsedText<T>(
+        _ text: UnsafePointer<CChar>, length: Int, naming what: String, containersAround: Int,
+        _ body: (OpaquePointer?) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
         let limit = StoreLimits.maximumJSONTextSize
         guard length <= limit else {
-            throw StoreError(.limit, "batch text is longer than \(limit) bytes")
+            throw StoreError(.limit, "\(what) text is longer than \(limit) bytes")
         }
+        // json-c's depth counts one more than the containers it lets nest, and does not count
+        // the inside of an empty container: a payload's depth is checked again after parsing.
         let root = try JSONCText.parse(
-            text, length: length, maximumDepth: StoreLimits.maximumNestingDepth + 2)
+            text, length: length, maximumDepth: StoreLimits.maximumNestingDepth + 1 + containersAround)
         defer { json_object_put(root) }
-        guard let root, json_object_get_type(root) == json_type_array else {
-            throw StoreError(.decode, "batch: expected array, found \(JSONC.kindName(root))")
-        }
-        let count = json_object_array_length(root)
-        var actions: [(identifier: UnsafePointer<CChar>, payload: OpaquePointer?)] = []
-        actions.reserveCapacity(count)
-        for index in 0..<count {
-            do {
-                actions.append(try actionParts(json_object_array_get_idx(root, index)))
-            } catch {
-                throw error.prefixed("[\(index)]")
-            }
-        }
-        return try body(actions)
+        return try body(root)
     }
 
     /// The identifier and payload of one action object (borrowed from it), checked: only the

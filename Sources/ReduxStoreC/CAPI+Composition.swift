@@ -3,9 +3,6 @@
 internal import CJSONC
 public import CReduxStoreAPI
 @_spi(Bindings) import ReduxStore
-#if canImport(Glibc)
-import Glibc
-#endif
 
 @c @implementation
 public func rdx_store_create_with_middleware(

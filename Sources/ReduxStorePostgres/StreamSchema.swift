@@ -303,18 +303,12 @@ package struct StreamSchema: Sendable {
 
     /// Makes the stream's row if it is missing.
     func createStream(_ stream: String) -> PostgresQuery {
-        var bindings = PostgresBindings()
-        bindings.append(stream)
-        return PostgresQuery(
-            unsafeSQL: "INSERT INTO \(quoted).streams (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
-            binds: bindings)
+        query("INSERT INTO \(quoted).streams (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", naming: stream)
     }
 
     /// The stream's newest committed version.
     func head(_ stream: String) -> PostgresQuery {
-        var bindings = PostgresBindings()
-        bindings.append(stream)
-        return PostgresQuery(unsafeSQL: "SELECT version FROM \(quoted).streams WHERE name = $1", binds: bindings)
+        query("SELECT version FROM \(quoted).streams WHERE name = $1", naming: stream)
     }
 
     /// Appends actions through the `append` procedure: one call, one commit, under the stream
@@ -385,27 +379,30 @@ package struct StreamSchema: Sendable {
     /// The stream's head and its oldest action still stored (0: none), to tell which snapshots
     /// a new process can start from (every action after one must be there).
     func extent(_ stream: String) -> PostgresQuery {
-        var bindings = PostgresBindings()
-        bindings.append(stream)
-        return PostgresQuery(
-            unsafeSQL: """
-                SELECT coalesce((SELECT version FROM \(quoted).streams WHERE name = $1), 0),
-                       coalesce((SELECT min(version) FROM \(quoted).actions WHERE stream = $1), 0)
-                """,
-            binds: bindings)
+        query(
+            """
+            SELECT coalesce((SELECT version FROM \(quoted).streams WHERE name = $1), 0),
+                   coalesce((SELECT min(version) FROM \(quoted).actions WHERE stream = $1), 0)
+            """,
+            naming: stream)
     }
 
     /// The newest snapshots, newest first, at most 64: version, and whether a second process
     /// confirmed it.
     func snapshots(_ stream: String) -> PostgresQuery {
+        query(
+            """
+            SELECT version, confirmed_by IS NOT NULL FROM \(quoted).snapshots WHERE stream = $1
+            ORDER BY version DESC LIMIT 64
+            """,
+            naming: stream)
+    }
+
+    /// `sql`, whose one parameter, `$1`, is the stream's name.
+    private func query(_ sql: String, naming stream: String) -> PostgresQuery {
         var bindings = PostgresBindings()
         bindings.append(stream)
-        return PostgresQuery(
-            unsafeSQL: """
-                SELECT version, confirmed_by IS NOT NULL FROM \(quoted).snapshots WHERE stream = $1
-                ORDER BY version DESC LIMIT 64
-                """,
-            binds: bindings)
+        return PostgresQuery(unsafeSQL: sql, binds: bindings)
     }
 
     /// The state of the snapshot at `version`, as JSON text.

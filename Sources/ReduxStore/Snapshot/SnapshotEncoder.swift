@@ -281,12 +281,6 @@ struct TapeEncoder: Encoder {
     let buffer: UnsafeMutablePointer<TapeBuffer>
     let node: UInt32
 
-    @inline(__always)
-    init(buffer: UnsafeMutablePointer<TapeBuffer>, node: UInt32) {
-        self.buffer = buffer
-        self.node = node
-    }
-
     /// Computed by walking the tape: O(size of the tape).
     var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
@@ -472,12 +466,6 @@ struct TapeUnkeyedEncoder: UnkeyedEncodingContainer {
     let buffer: UnsafeMutablePointer<TapeBuffer>
     let node: UInt32
 
-    @inline(__always)
-    init(buffer: UnsafeMutablePointer<TapeBuffer>, node: UInt32) {
-        self.buffer = buffer
-        self.node = node
-    }
-
     var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
     var count: Int { buffer.pointee.slots[Int(node)].count }
 
@@ -531,12 +519,6 @@ struct TapeUnkeyedEncoder: UnkeyedEncodingContainer {
 struct TapeSingleValueEncoder: SingleValueEncodingContainer {
     let buffer: UnsafeMutablePointer<TapeBuffer>
     let node: UInt32
-
-    @inline(__always)
-    init(buffer: UnsafeMutablePointer<TapeBuffer>, node: UInt32) {
-        self.buffer = buffer
-        self.node = node
-    }
 
     var codingPath: [any CodingKey] { buffer.pointee.codingPath(to: node) }
 

@@ -132,23 +132,20 @@ struct TapeBuffer {
     }
 
     @inline(never)
-    mutating func growSlots() {
-        let newCapacity = slotCapacity * 2
-        let newSlots = UnsafeMutablePointer<TapeSlot>.allocate(capacity: newCapacity)
-        newSlots.moveInitialize(from: slots, count: slotCount)
-        slots.deallocate()
-        slots = newSlots
-        slotCapacity = newCapacity
-    }
+    mutating func growSlots() { Self.double(&slots, count: slotCount, capacity: &slotCapacity) }
 
     @inline(never)
-    mutating func growStrings() {
-        let newCapacity = stringCapacity * 2
-        let newStrings = UnsafeMutablePointer<String>.allocate(capacity: newCapacity)
-        newStrings.moveInitialize(from: strings, count: stringCount)
-        strings.deallocate()
-        strings = newStrings
-        stringCapacity = newCapacity
+    mutating func growStrings() { Self.double(&strings, count: stringCount, capacity: &stringCapacity) }
+
+    /// Moves the `count` elements at `elements` into a new allocation of twice `capacity`.
+    private static func double<Element>(
+        _ elements: inout UnsafeMutablePointer<Element>, count: Int, capacity: inout Int
+    ) {
+        let grown = UnsafeMutablePointer<Element>.allocate(capacity: capacity * 2)
+        grown.moveInitialize(from: elements, count: count)
+        elements.deallocate()
+        elements = grown
+        capacity *= 2
     }
 
     /// Appends a string and returns its index. Amortized O(1).
