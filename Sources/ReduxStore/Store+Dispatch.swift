@@ -380,18 +380,29 @@ extension Store {
     }
 
     /// Applies what reached the end of this store's chain, dispatched on thread `me` (whose
-    /// context is `context`). A Swift middleware may call `next` on another thread, from a
-    /// synchronous call it waits for: the action is then applied as that thread's, so that its
-    /// reducers' dispatches queue as theirs (taken for `me`'s, they went through the chain while
-    /// that thread held the lock, and waited for it forever).
+    /// context is `context`).
+    ///
+    /// A Swift middleware may call `next` on another thread, from a synchronous call it waits
+    /// for. The action is then applied as that thread's, so that its reducers' dispatches queue as
+    /// theirs (taken for `me`'s, they went through the chain while that thread held the lock, and
+    /// waited for it forever); and that thread takes `me`'s passes as its own meanwhile, so that
+    /// what the reducers dispatched joins `me`'s pass of this store behind what is queued there,
+    /// FIFO, as on `me`. `me` waits in the middleware meanwhile and touches neither.
     @inline(__always)
     private func reduceAtEndOfChain(
         _ action: any Action, source: DispatchSite, on me: UInt, context: UnsafeMutablePointer<ThreadContext>
     ) {
         let here = currentThreadID()
-        let transaction = here == me
-            ? beginTransaction(on: me, context: context)
-            : beginTransaction(on: here, context: ThreadContext.current(contextKey))
+        if here == me {
+            let transaction = beginTransaction(on: me, context: context)
+            commit(transaction, announcing: action, at: applyLocked(action, source: source), notifies: nil)
+            return
+        }
+        let hereContext = ThreadContext.current(contextKey)
+        let ownPasses = hereContext.pointee.innermostPass
+        hereContext.pointee.innermostPass = context.pointee.innermostPass
+        defer { hereContext.pointee.innermostPass = ownPasses }
+        let transaction = beginTransaction(on: here, context: hereContext)
         commit(transaction, announcing: action, at: applyLocked(action, source: source), notifies: nil)
     }
 

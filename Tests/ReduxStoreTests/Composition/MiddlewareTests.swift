@@ -329,6 +329,40 @@ struct MiddlewareTests {
         #expect(store.currentState().count == 10)
     }
 
+    @Test("next called on another thread: what the reducers dispatch is applied FIFO, as with next on the same thread")
+    func nextOnAnotherThreadIsFIFO() {
+        let box = WeakStore<CounterState>()
+        let elsewhere: Middleware<CounterState> = { _, action, next in
+            withoutActuallyEscaping(next) { next in
+                let call = Unmanaged.passRetained(HandOver(next, action)).toOpaque()
+                var thread = pthread_t()
+                pthread_create(&thread, nil, { raw in
+                    Unmanaged<HandOver>.fromOpaque(raw!).takeRetainedValue().run()
+                    return nil
+                }, call)
+                pthread_join(thread, nil)
+            }
+        }
+        let applied = Recorder<String>()
+        let reducer: Reducer<CounterState> = { state, action in
+            guard case .note(let note)? = action as? CounterAction else { return }
+            applied.append(note)
+            switch note {
+            case "spawn":
+                box.store?.dispatchAction(CounterAction.note("a"))
+                box.store?.dispatchAction(CounterAction.note("b"))
+            case "a":
+                box.store?.dispatchAction(CounterAction.note("a-child"))
+            default:
+                break
+            }
+        }
+        let store = Store(reducers: [reducer], state: CounterState(), middleware: [elsewhere])
+        box.store = store
+        store.dispatchAction(CounterAction.note("spawn"))
+        #expect(applied.all == ["spawn", "a", "b", "a-child"])
+    }
+
     @Test("a store made with an empty middleware list behaves as one without")
     func emptyList() {
         let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [])
