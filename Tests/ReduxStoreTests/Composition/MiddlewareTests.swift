@@ -19,6 +19,22 @@ private final class HandOver: @unchecked Sendable {
     func run() { next(action) }
 }
 
+/// A middleware that calls `next` on a thread of its own, which it joins (a sync call on a queue
+/// would run on the calling thread).
+private func nextOnAThreadOfItsOwn<State: Codable>() -> Middleware<State> {
+    { _, action, next in
+        withoutActuallyEscaping(next) { next in
+            let call = Unmanaged.passRetained(HandOver(next, action)).toOpaque()
+            var thread = pthread_t()
+            pthread_create(&thread, nil, { raw in
+                Unmanaged<HandOver>.fromOpaque(raw!).takeRetainedValue().run()
+                return nil
+            }, call)
+            pthread_join(thread, nil)
+        }
+    }
+}
+
 @Suite("Middleware: pass, replace, drop, dispatch; order with nested dispatch")
 struct MiddlewareTests {
     @Test("each middleware sees every action before the reducers, in the order given")
@@ -304,18 +320,7 @@ struct MiddlewareTests {
     @Test("next called on another thread, from a call the middleware waits for: applied, and what its reducer dispatches too")
     func nextOnAnotherThread() {
         let box = WeakStore<CounterState>()
-        let elsewhere: Middleware<CounterState> = { _, action, next in
-            withoutActuallyEscaping(next) { next in
-                // On a thread of its own (a sync call on a queue would run on this one), joined.
-                let call = Unmanaged.passRetained(HandOver(next, action)).toOpaque()
-                var thread = pthread_t()
-                pthread_create(&thread, nil, { raw in
-                    Unmanaged<HandOver>.fromOpaque(raw!).takeRetainedValue().run()
-                    return nil
-                }, call)
-                pthread_join(thread, nil)
-            }
-        }
+        let elsewhere: Middleware<CounterState> = nextOnAThreadOfItsOwn()
         let reducer: Reducer<CounterState> = { state, action in
             if case .note("spawn")? = action as? CounterAction {
                 box.store?.dispatchAction(CounterAction.add(10))
@@ -332,17 +337,7 @@ struct MiddlewareTests {
     @Test("next called on another thread: what the reducers dispatch is applied FIFO, as with next on the same thread")
     func nextOnAnotherThreadIsFIFO() {
         let box = WeakStore<CounterState>()
-        let elsewhere: Middleware<CounterState> = { _, action, next in
-            withoutActuallyEscaping(next) { next in
-                let call = Unmanaged.passRetained(HandOver(next, action)).toOpaque()
-                var thread = pthread_t()
-                pthread_create(&thread, nil, { raw in
-                    Unmanaged<HandOver>.fromOpaque(raw!).takeRetainedValue().run()
-                    return nil
-                }, call)
-                pthread_join(thread, nil)
-            }
-        }
+        let elsewhere: Middleware<CounterState> = nextOnAThreadOfItsOwn()
         let applied = Recorder<String>()
         let reducer: Reducer<CounterState> = { state, action in
             guard case .note(let note)? = action as? CounterAction else { return }
