@@ -64,10 +64,12 @@ final class JSONCTreeStoreCore: CStoreCore {
         throws(StoreError)
     {
         if store.isInsideReducer {
-            store.dispatch(erased: try CAction(copying: identifier, payload: payload), notifies: true, source: source)
+            let action = try CAction(copying: identifier, payload: payload)
+            store.dispatch(erased: action, notifies: action.notifiesObservers, source: source)
         } else {
             try store.checkMiddlewareDepth()
-            store.dispatch(erased: CAction(borrowing: identifier, payload: payload), notifies: true, source: source)
+            let action = CAction(borrowing: identifier, payload: payload)
+            store.dispatch(erased: action, notifies: action.notifiesObservers, source: source)
         }
     }
 
@@ -77,6 +79,7 @@ final class JSONCTreeStoreCore: CStoreCore {
     @inline(__always)
     func dispatch(kept identifier: UnsafePointer<CChar>, source: DispatchSite) throws(StoreError) {
         try store.checkMiddlewareDepth()
-        store.dispatch(erased: KeptCAction(identifierPointer: identifier), notifies: true, source: source)
+        let action = KeptCAction(identifierPointer: identifier)
+        store.dispatch(erased: action, notifies: action.notifiesObservers, source: source)
     }
 }
