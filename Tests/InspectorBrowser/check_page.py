@@ -54,6 +54,18 @@ def int_text(driver, element_id):
         return None
 
 
+def read_all(driver, selector, read=lambda e: e.text, tries=50):
+    """read(e) for each element `selector` finds (None values left out), found and read again when
+    the page re-rendered them between the two (a live log or patch list redraws as versions
+    arrive)."""
+    for _ in range(tries):
+        try:
+            return [v for v in (read(e) for e in driver.find_elements(By.CSS_SELECTOR, selector)) if v is not None]
+        except StaleElementReferenceException:
+            time.sleep(0.1)
+    return [v for v in (read(e) for e in driver.find_elements(By.CSS_SELECTOR, selector)) if v is not None]
+
+
 def wait_until(driver, timeout, cond, poll=0.1):
     """Waits until cond(driver) is truthy; returns its value, or None on timeout."""
     try:
@@ -190,11 +202,12 @@ def main():
                 changed = wait_until(driver, 15, lambda d: [e for e in d.find_elements(By.CSS_SELECTOR, "#tree .tree-node.changed")
                                                             if e.is_displayed()])
                 report("select row %d highlights changed tree node" % args.select, bool(changed),
-                       "no visible .tree-node.changed in #tree (patch paths: %r)" % [
-                           e.text for e in driver.find_elements(By.CSS_SELECTOR, "#patch .patch-op .path")][:5])
+                       "no visible .tree-node.changed in #tree (patch paths: %r)"
+                       % read_all(driver, "#patch .patch-op .path")[:5])
                 if changed:
-                    ptrs = {e.get_attribute("data-pointer") for e in changed}
-                    paths = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "#patch .patch-op .path")}
+                    ptrs = set(read_all(driver, "#tree .tree-node.changed",
+                                        lambda e: e.get_attribute("data-pointer") if e.is_displayed() else None))
+                    paths = set(read_all(driver, "#patch .patch-op .path"))
                     paths = {'' if p == '"" (root)' else p for p in paths}
                     report("changed node matches a patch path", bool(ptrs & paths),
                            "changed %r, patch paths %r" % (sorted(ptrs)[:5], sorted(paths)[:5]))
@@ -208,7 +221,7 @@ def main():
             rc = int_text(driver, "row-count")
             report("filter %r" % args.filter, rc == args.filtered_rows,
                    "row-count shows %r, expected %d" % (rc, args.filtered_rows))
-            idents = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#log .log-row .c-id")]
+            idents = read_all(driver, "#log .log-row .c-id")
             bad = [t for t in idents if args.filter.lower() not in t.lower()]
             report("filtered rows match", not bad, "rows not matching: %r" % bad[:5])
             box.send_keys(Keys.CONTROL, "a")
