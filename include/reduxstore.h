@@ -740,8 +740,11 @@ RDX_API json_object *rdx_store_state_at_version(rdx_store *store, uint64_t versi
 /*
  * Makes the state equal to that of `version` (kept by rdx_store_keep_history()), as a new
  * version: versions only grow. Observers hear it as an action named "RDXRestore"; a journal
- * records it as such a line. Returns RDX_OK; RDX_EINVAL for a NULL store, a version the history
- * does not keep (rdx_last_error() names those it keeps) or a call from inside a reducer.
+ * records it as such a line. In a store with middleware it counts as one more level of
+ * dispatches through middleware (what a change listener dispatches meanwhile passes the chain
+ * after it). Returns RDX_OK; RDX_EINVAL for a NULL store, a version the history does not keep
+ * (rdx_last_error() names those it keeps) or a call from inside a reducer; RDX_ELIMIT past
+ * RDX_MAX_MIDDLEWARE_DEPTH levels.
  */
 RDX_API rdx_status rdx_store_restore_version(rdx_store *store, uint64_t version);
 

@@ -36,22 +36,30 @@ extension Store {
     /// ``Action/notifiesObservers`` if the caller read it, or `nil`: then it is asked only if
     /// there are observers to tell. `source`: where it was dispatched from.
     ///
+    /// Every dispatch of one action ends here, and every batch in ``dispatch(batch:source:)``,
+    /// which takes the same three ways:
+    /// - from inside one of this store's reducers (this thread holds the lock) the action is
+    ///   queued behind the current one (`nested`), to be applied before the lock is released
+    ///   (``commit(_:_:)``), and the call returns;
+    /// - in a store with middleware it passes the chain first (``pass(_:source:through:on:)``);
+    /// - otherwise a transaction applies it (``applyLocked(_:source:notifies:)``) and commits.
+    ///
     /// Package: replication applies the stream's actions with it, and the inspector its page's.
     @usableFromInline
     package func dispatch(erased action: any Action, notifies: Bool? = nil, source: DispatchSite = .unknown) {
+        // The action stays borrowed on the way to the reducers: a `Dispatched` made here, as
+        // a batch's is, copies it (Benchmarks/README.md, "One action, borrowed").
         let me = currentThreadID()
         if applyingThread.load(ordering: .relaxed) == me {
-            // From inside one of this store's reducers (this thread holds the lock): applied
-            // after this one.
-            core.unsafe.valuePointer.pointee.nested.append(QueuedAction(action, source))
+            queueBehindCurrent(.one(action), source: source)
             return
         }
         if let middleware {
-            dispatchThroughMiddleware(action, source: source, middleware, on: me)
+            pass(action, source: source, through: middleware, on: me)
             return
         }
         let transaction = beginTransaction(on: me, context: ThreadContext.current(contextKey))
-        commit(transaction, announcing: action, at: applyLocked(action, source: source), notifies: notifies)
+        commit(transaction, announcing: applyLocked(action, source: source, notifies: notifies))
     }
 
     /// Applies `actions` as one: each passes the middleware (if any) first; then those that
@@ -78,29 +86,41 @@ extension Store {
     ///
     /// Package, as ``DispatchSite`` is (see it): bindings dispatch a batch with a lent source.
     package func dispatch(batch actions: [any Action], source: DispatchSite) {
-        if isInsideReducer {
-            core.unsafe.valuePointer.pointee.nested.append(QueuedAction(ActionBatch(actions: actions), source))
+        let me = currentThreadID()
+        if applyingThread.load(ordering: .relaxed) == me {
+            queueBehindCurrent(.batch(actions), source: source)
             return
         }
-        guard let middleware else {
-            if !actions.isEmpty {
-                let transaction = beginTransaction(on: currentThreadID(), context: ThreadContext.current(contextKey))
-                commit(transaction, applyBatchLocked(actions, source: source))
-            }
+        if let middleware {
+            pass(batch: actions, source: source, through: middleware, on: me)
             return
         }
-        let context = ThreadContext.current(contextKey)
-        throughMiddleware(middleware, context: context) {
-            applyBatchThroughChain(actions, source: source, middleware, context: context)
+        let transaction = beginTransaction(on: me, context: ThreadContext.current(contextKey))
+        commit(transaction, applyBatchLocked(actions, source: source))
+    }
+
+    /// Applies a dispatch taken off the store's queue (``enqueueAction(_:file:line:)``).
+    func dispatch(_ queued: QueuedAction) {
+        switch queued.dispatched {
+        case .one(let action): dispatch(erased: action, source: queued.source)
+        case .batch(let actions): dispatch(batch: actions, source: queued.source)
         }
+    }
+
+    /// Queues a dispatch from inside one of this store's reducers behind the current action.
+    /// The caller is that reducer's thread, which holds the lock.
+    @inline(never)
+    private func queueBehindCurrent(_ dispatched: Dispatched, source: DispatchSite) {
+        core.unsafe.valuePointer.pointee.nested.append(QueuedAction(dispatched, source))
     }
 
     // MARK: The apply transaction
 
     /// Takes the store's lock to change the state — the one place that takes it for that — and
     /// returns the open transaction, which the caller fills with what it applied
-    /// (``applyLocked(_:source:)``, ``applyBatchLocked(_:source:)``,
-    /// ``replaceLocked(_:restoredFrom:then:)``) and hands to ``commit(_:_:)``, the one place that
+    /// (``applyLocked(_:source:notifies:)``, ``applyBatchLocked(_:source:)``,
+    /// ``replaceLocked(_:restoredFrom:context:)``) and hands
+    /// to ``commit(_:_:)``, the one place that
     /// releases it. `me` is the calling thread, outside this store's reducers; `context` its
     /// ``ThreadContext``.
     ///
@@ -129,23 +149,6 @@ extension Store {
         return Transaction(context: context)
     }
 
-    /// Ends `transaction` (``beginTransaction(on:context:)``), which applied `action` as
-    /// `version`: its round, when observers are to hear of it, is made under the lock (see
-    /// ``commit(_:_:)``).
-    @inline(__always)
-    private func commit(
-        _ transaction: consuming Transaction, announcing action: any Action, at version: UInt64, notifies: Bool?
-    ) {
-        // Two calls: with a `nil` known at the call, the common case (nobody to tell) releases
-        // nothing; the other passes the round on without a copy.
-        let round = roundLocked(for: action, at: version, notifying: notifies)
-        if round == nil {
-            commit(transaction, nil)
-        } else {
-            commit(transaction, consume round)
-        }
-    }
-
     /// Ends `transaction` (``beginTransaction(on:context:)``), whose change made round `first`
     /// (and any further one it put in the thread's pending work): applies what the reducers
     /// dispatched, releases the lock, runs the wait owed to a full journal, delivers the rounds,
@@ -169,6 +172,18 @@ extension Store {
             finishPending(first, from: mark, context: context)
         } else if let first = consume first {
             deliver(first, then: nil, context: context)
+        }
+    }
+
+    /// ``commit(_:_:)`` for a transaction that applied one action, whose round is `round`.
+    @inline(__always)
+    private func commit(_ transaction: consuming Transaction, announcing round: consuming NotificationRound?) {
+        // Two calls: with a `nil` known at the call, the common case (nobody to tell) releases
+        // nothing; the other passes the round on without a copy.
+        if round == nil {
+            commit(transaction, nil)
+        } else {
+            commit(transaction, consume round)
         }
     }
 
@@ -219,17 +234,20 @@ extension Store {
         return core.pointee.version
     }
 
-    /// Applies one action and publishes its version, which it returns. The caller holds the lock.
+    /// Applies one action and publishes its version; returns the round that tells the observers
+    /// (``roundLocked(for:at:notifying:restoring:)``), or `nil` when nobody is to hear of it. The
+    /// caller holds the lock.
     @inline(__always)
-    private func applyLocked(_ action: any Action, source: DispatchSite) -> UInt64 {
+    private func applyLocked(_ action: any Action, source: DispatchSite, notifies: Bool?) -> NotificationRound? {
         let version = apply(action, source: source)
         publishedVersion.store(version, ordering: .releasing)
-        return version
+        return roundLocked(for: action, at: version, notifying: notifies)
     }
 
-    /// Applies the actions of a batch (at least one) and publishes the last version; returns
-    /// the batch's one round (``roundLocked(for:at:notifying:)``), `nil` when none of its actions
-    /// notifies. The caller holds the lock.
+    /// ``applyLocked(_:source:notifies:)`` for a batch: applies its actions (none for an empty
+    /// one) and publishes the last version; returns the batch's one round, `nil` when none of its
+    /// actions notifies. The caller holds the lock.
+    @inline(never)
     private func applyBatchLocked(_ actions: [any Action], source: DispatchSite) -> NotificationRound? {
         guard let last = actions.last else { return nil }
         let first = core.unsafe.valuePointer.pointee.version &+ 1
@@ -279,34 +297,27 @@ extension Store {
             return
         }
         while let queued = core.pointee.nested.popFirst() {
-            if let batch = queued.action as? ActionBatch {
-                if let round = applyBatchLocked(batch.actions, source: queued.source) { context.pointee.pending.append(.round(round)) }
-            } else {
-                let version = apply(queued.action, source: queued.source)
-                publishedVersion.store(version, ordering: .releasing)
-                if let round = roundLocked(for: queued.action, at: version) { context.pointee.pending.append(.round(round)) }
+            let round = switch queued.dispatched {
+            case .one(let action): applyLocked(action, source: queued.source, notifies: nil)
+            case .batch(let actions): applyBatchLocked(actions, source: queued.source)
             }
+            if let round { context.pointee.pending.append(.round(round)) }
         }
         core.pointee.nested._checkInvariants()
     }
 
     /// After a hold of the lock in a store with middleware: hands what the reducers dispatched
     /// to this thread's pass of the store, which passes them through the chain in order before
-    /// the outer dispatch returns; without such a pass (a `next` called on another thread than
-    /// its middleware's), dispatches them here.
+    /// the outer dispatch returns. Every transaction of a store with middleware runs inside such
+    /// a pass: a dispatch's (``pass(_:source:through:on:)``, and a `next` called on another
+    /// thread takes the dispatching thread's passes, ``reduceAtEndOfChain(_:source:on:context:)``)
+    /// and a restore's (``applyReplacingState(with:restoredFrom:)``).
     @inline(never)
     private func passOn(_ deferred: [QueuedAction], context: UnsafeMutablePointer<ThreadContext>) {
-        if let pass = context.pointee.pass(of: ObjectIdentifier(self)) {
-            pass.pointee.dispatched.append(contentsOf: deferred)
-            return
+        guard let pass = context.pointee.pass(of: ObjectIdentifier(self)) else {
+            preconditionFailure("ReduxStore: a store with middleware changed its state outside a pass of its chain")
         }
-        for queued in deferred {
-            if let batch = queued.action as? ActionBatch {
-                dispatch(batch: batch.actions, source: queued.source)
-            } else {
-                dispatch(erased: queued.action, source: queued.source)
-            }
-        }
+        pass.pointee.dispatched.append(contentsOf: deferred)
     }
 
     /// The round that tells the observers of `action`, applied as `version` (a restore's when
@@ -352,30 +363,77 @@ extension Store {
     /// version, recorded, and notified as `"RDXRestore"` to ``StoreNotification/Name/stateDidChange``
     /// observers and with ``StoreNotification/restoredVersion`` to
     /// ``StoreNotification/Name/stateDidRestore`` observers. The caller is outside the reducers.
+    ///
+    /// In a store with middleware the restore runs as a pass of the chain (it does not pass it
+    /// itself), so that what change listeners dispatch meanwhile passes the chain after it, FIFO.
+    /// The caller checked the depth (``checkMiddlewareDepth()``).
     func applyReplacingState(with newState: State, restoredFrom: UInt64) {
         let context = ThreadContext.current(contextKey)
-        var transaction = beginTransaction(on: currentThreadID(), context: context)
-        transaction.markPending()
-        let first = replaceLocked(
-            { address in address.assumingMemoryBound(to: State.self).pointee = newState },
-            restoredFrom: restoredFrom, context: context)
-        commit(transaction, first)
+        func replace() {
+            var transaction = beginTransaction(on: currentThreadID(), context: context)
+            transaction.markPending()
+            let first = replaceLocked(
+                { address in address.assumingMemoryBound(to: State.self).pointee = newState },
+                restoredFrom: restoredFrom, context: context)
+            commit(transaction, first)
+        }
+        if let middleware {
+            throughMiddleware(middleware, context: context, replace)
+        } else {
+            replace()
+        }
     }
 
     // MARK: Middleware
 
-    /// ``dispatch(erased:notifies:source:)`` in a store with middleware, outside its reducers:
-    /// the action passes the chain, then so does each action the reducers dispatched meanwhile.
-    /// Out of line, so that a store without middleware does not pay for it: inlined into
-    /// ``dispatch(erased:notifies:source:)``, it made every dispatch without middleware dearer.
+    /// A dispatch of `action` in a store with middleware, outside its reducers, on thread `me`:
+    /// it passes the chain, then so does each action the reducers dispatched meanwhile. Out of
+    /// line, so that a store without middleware does not pay for it: inlined into the dispatch,
+    /// it made every dispatch without middleware dearer.
     @inline(never)
-    private func dispatchThroughMiddleware(
-        _ action: any Action, source: DispatchSite, _ middleware: MiddlewareChain, on me: UInt
+    private func pass(_ action: any Action, source: DispatchSite, through middleware: MiddlewareChain, on me: UInt) {
+        let context = ThreadContext.current(contextKey)
+        throughMiddleware(middleware, context: context) {
+            passOne(action, source: source, middleware, on: me, context: context)
+        }
+    }
+
+    /// ``pass(_:source:through:on:)`` for a batch.
+    @inline(never)
+    private func pass(
+        batch actions: [any Action], source: DispatchSite, through middleware: MiddlewareChain, on me: UInt
     ) {
         let context = ThreadContext.current(contextKey)
         throughMiddleware(middleware, context: context) {
-            // What reaches the reducers may be another action: asked whether it notifies.
-            middleware.run(self, action) { self.reduceAtEndOfChain($0, source: source, on: me, context: context) }
+            passBatch(actions, source: source, middleware, on: me, context: context)
+        }
+    }
+
+    /// Passes `action` through the chain and applies what reaches its end. Inside a pass of the
+    /// store (``throughMiddleware(_:context:_:)``) on thread `me`.
+    @inline(__always)
+    private func passOne(
+        _ action: any Action, source: DispatchSite, _ middleware: MiddlewareChain, on me: UInt,
+        context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        // What reaches the reducers may be another action: asked whether it notifies.
+        middleware.run(self, action) { self.reduceAtEndOfChain($0, source: source, on: me, context: context) }
+    }
+
+    /// Passes each action of a batch through the chain, then applies what passed as one batch.
+    /// Inside a pass of the store on thread `me`.
+    private func passBatch(
+        _ actions: [any Action], source: DispatchSite, _ middleware: MiddlewareChain, on me: UInt,
+        context: UnsafeMutablePointer<ThreadContext>
+    ) {
+        var passed: [any Action] = []
+        passed.reserveCapacity(actions.count)
+        for action in actions {
+            middleware.run(self, action) { passed.append($0) }
+        }
+        if !passed.isEmpty {
+            let transaction = beginTransaction(on: me, context: context)
+            commit(transaction, applyBatchLocked(passed, source: source))
         }
     }
 
@@ -395,7 +453,7 @@ extension Store {
         let here = currentThreadID()
         if here == me {
             let transaction = beginTransaction(on: me, context: context)
-            commit(transaction, announcing: action, at: applyLocked(action, source: source), notifies: nil)
+            commit(transaction, announcing: applyLocked(action, source: source, notifies: nil))
             return
         }
         let hereContext = ThreadContext.current(contextKey)
@@ -403,7 +461,7 @@ extension Store {
         hereContext.pointee.innermostPass = context.pointee.innermostPass
         defer { hereContext.pointee.innermostPass = ownPasses }
         let transaction = beginTransaction(on: here, context: hereContext)
-        commit(transaction, announcing: action, at: applyLocked(action, source: source), notifies: nil)
+        commit(transaction, announcing: applyLocked(action, source: source, notifies: nil))
     }
 
     /// Runs `body`, which passes actions through `middleware`, as one more level of dispatches
@@ -441,31 +499,12 @@ extension Store {
     ) {
         let me = currentThreadID()
         while let queued = pass.pointee.dispatched.popFirst() {
-            if let batch = queued.action as? ActionBatch {
-                applyBatchThroughChain(batch.actions, source: queued.source, middleware, context: context)
-            } else {
-                middleware.run(self, queued.action) {
-                    self.reduceAtEndOfChain($0, source: queued.source, on: me, context: context)
-                }
+            switch queued.dispatched {
+            case .one(let action): passOne(action, source: queued.source, middleware, on: me, context: context)
+            case .batch(let actions): passBatch(actions, source: queued.source, middleware, on: me, context: context)
             }
         }
         pass.pointee.dispatched._checkInvariants()
-    }
-
-    /// Passes each of `actions` through the chain, then applies what passed as one batch.
-    private func applyBatchThroughChain(
-        _ actions: [any Action], source: DispatchSite, _ middleware: MiddlewareChain,
-        context: UnsafeMutablePointer<ThreadContext>
-    ) {
-        var passed: [any Action] = []
-        passed.reserveCapacity(actions.count)
-        for action in actions {
-            middleware.run(self, action) { passed.append($0) }
-        }
-        if !passed.isEmpty {
-            let transaction = beginTransaction(on: currentThreadID(), context: context)
-            commit(transaction, applyBatchLocked(passed, source: source))
-        }
     }
 
     /// Refuses a dispatch that would go past ``StoreLimits/maximumMiddlewareDepth`` on this thread,
@@ -518,22 +557,22 @@ struct Transaction: ~Copyable {
     }
 }
 
-/// An action queued to be applied later (dispatched from inside a reducer, or passed on to the
-/// middleware), with where it was dispatched from.
+/// What one dispatch hands the store: an action, or a batch of actions applied as one
+/// (``Store/dispatchActions(_:file:line:)``).
+enum Dispatched: Sendable {
+    case one(any Action)
+    case batch([any Action])
+}
+
+/// A dispatch queued to be applied later (from inside a reducer, passed on to the middleware,
+/// or enqueued), with where it was dispatched from.
 struct QueuedAction: Sendable {
-    let action: any Action
+    let dispatched: Dispatched
     /// Kept (``DispatchSite/kept()``): the action may be applied after its caller's call returned.
     let source: DispatchSite
 
-    init(_ action: any Action, _ source: DispatchSite) {
-        self.action = action
+    init(_ dispatched: Dispatched, _ source: DispatchSite) {
+        self.dispatched = dispatched
         self.source = source.kept()
     }
-}
-
-/// A batch dispatched from inside a reducer: queued whole with the other nested actions, and
-/// applied as one after the current action. Never reaches a reducer.
-struct ActionBatch: Action {
-    let actions: [any Action]
-    var identifier: String { actions.last?.identifier ?? "" }
 }

@@ -84,7 +84,7 @@ extension Store {
     ///
     /// Package, as ``DispatchSite`` is (see it): bindings enqueue with a lent source.
     package func enqueue(erased action: any Action, source: DispatchSite = .unknown) {
-        let queued = QueuedAction(action, source)
+        let queued = QueuedAction(.one(action), source)
         precondition(canEnqueue, "ReduxStore: enqueueAction in a child process made by fork()")
         let schedule = enqueued.state.withLock { backlog -> Bool in
             backlog.actions.append(queued)
@@ -150,7 +150,7 @@ extension Store {
             backlog.pointee.drainingThread = me
             lock.unsafe.unlock()
 
-            dispatch(erased: queued.action, source: queued.source)
+            dispatch(queued)
 
             lock.unsafe.lock()
             if backlog.pointee.drainDepth == 1 {

@@ -197,7 +197,7 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// Whether the calling thread is running one of this store's reducers right now (it holds the
     /// lock; ``beginTransaction(on:context:)`` marks it): a dispatch from there is queued, not
     /// applied, so a caller that lends what its action holds copies it first then. The one test of
-    /// it; ``dispatch(erased:notifies:source:)`` spells it out to reuse the thread's identifier.
+    /// it; the dispatch functions spell it out to reuse the thread's identifier.
     @inlinable @inline(__always)
     @_spi(Bindings) public var isInsideReducer: Bool {
         applyingThread.load(ordering: .relaxed) == currentThreadID()

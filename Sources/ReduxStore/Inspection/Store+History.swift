@@ -69,7 +69,11 @@ extension Store {
     ///
     /// - Throws: ``StoreError/Kind/invalidArgument`` inside a reducer, for a version the
     ///   history does not keep (the message names the versions it keeps), or on a store whose
-    ///   versions another decides (a replica of a PostgreSQL stream: the message says so).
+    ///   versions another decides (a replica of a PostgreSQL stream: the message says so);
+    ///   ``StoreError/Kind/limit`` in a store with middleware from inside more than
+    ///   ``StoreLimits/maximumMiddlewareDepth`` dispatches through middleware on this thread (the
+    ///   restore runs as one more: what change feed consumers dispatch meanwhile passes the chain
+    ///   after it).
     public func restore(version: UInt64) throws(StoreError) {
         if isInsideReducer {
             throw StoreError(.invalidArgument, "restore(version:) inside a reducer: restore before or after the action")
@@ -77,6 +81,7 @@ extension Store {
         if let refusal = localChangesRefusal {
             throw StoreError(.invalidArgument, "restore(version: \(version)): \(refusal)")
         }
+        try checkMiddlewareDepth()
         let tape = try withCoreLocked { (core, _) throws(StoreError) -> SnapshotTape in
             guard let history = core.pointee.recorder?.history else {
                 throw StoreError(.invalidArgument, "restore(version: \(version)): no history is kept (keepHistory(_:))")

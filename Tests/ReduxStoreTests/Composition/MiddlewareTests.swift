@@ -1,5 +1,5 @@
 import Dispatch
-import ReduxStore
+@_spi(Bindings) import ReduxStore
 import ReduxStoreTestSupport
 import Testing
 #if canImport(Glibc)
@@ -356,6 +356,67 @@ struct MiddlewareTests {
         box.store = store
         store.dispatchAction(CounterAction.note("spawn"))
         #expect(applied.all == ["spawn", "a", "b", "a-child"])
+    }
+
+    @Test("what a change listener dispatches during a restore passes the chain FIFO, before restore returns")
+    func restoreListenerDispatchesAreFIFO() throws {
+        let box = WeakStore<CounterState>()
+        let seen = Recorder<String>()
+        let applied = Recorder<String>()
+        let watch: Middleware<CounterState> = { _, action, next in
+            if case .note(let note)? = action as? CounterAction { seen.append(note) }
+            next(action)
+        }
+        let reducer: Reducer<CounterState> = { state, action in
+            guard case .note(let note)? = action as? CounterAction else { return }
+            applied.append(note)
+            state.count += 1
+            if note == "a" { box.store?.dispatchAction(CounterAction.note("a-child")) }
+        }
+        let store = Store(reducers: [reducer], state: CounterState(), middleware: [watch])
+        box.store = store
+        store.keepHistory(10)
+        store.dispatchAction(CounterAction.note("first"))
+        // A change feed consumer that dispatches when it sees the restore (as a C listener may).
+        store.addChangeListener(key: 1, includingPatches: false) { record in
+            guard record.action.identifier == "RDXRestore" else { return }
+            box.store?.dispatchAction(CounterAction.note("a"))
+            box.store?.dispatchAction(CounterAction.note("b"))
+        }
+        try store.restore(version: 1)
+        #expect(seen.all == ["first", "a", "b", "a-child"])
+        #expect(applied.all == ["first", "a", "b", "a-child"])
+        #expect(store.version == 5)
+        #expect(store.currentState().count == 4)
+        store.removeChangeListener(key: 1)
+    }
+
+    @Test("a restore from inside the deepest middleware level is refused as a limit and changes nothing")
+    func restorePastTheDepthLimit() throws {
+        // .add(64) opens 64 levels; at the innermost the middleware asks for a restore.
+        let refusal = Recorder<StoreError>()
+        let recursing: Middleware<CounterState> = { store, action, next in
+            if case .add(let amount)? = action as? CounterAction {
+                if amount > 1 {
+                    store.dispatchAction(CounterAction.add(amount - 1))
+                } else {
+                    do throws(StoreError) { try store.restore(version: 1) } catch { refusal.append(error) }
+                }
+            }
+            next(action)
+        }
+        let store = Store(reducers: [counterReducer], state: CounterState(), middleware: [recursing])
+        store.keepHistory(100)
+        store.dispatchAction(CounterAction.increment)
+        store.dispatchAction(CounterAction.add(64))
+        #expect(refusal.all.map(\.kind) == [.limit])
+        #expect(refusal.all.first?.message.contains("past the limit of 64") == true)
+        #expect(store.version == 65)
+        #expect(store.currentState().count == 2081)
+        // One level less, the restore runs.
+        try store.restore(version: 1)
+        #expect(store.version == 66)
+        #expect(store.currentState().count == 1)
     }
 
     @Test("a store made with an empty middleware list behaves as one without")
