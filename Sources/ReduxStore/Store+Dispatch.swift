@@ -328,18 +328,19 @@ extension Store {
     private func roundLocked(
         for action: any Action, at version: UInt64, notifying: Bool? = nil, restoring: Bool = false
     ) -> NotificationRound? {
-        guard core.unsafe.valuePointer.pointee.observers.count > 0,
-              notifying ?? action.notifiesObservers
-        else { return nil }
-        let observers = core.unsafe.valuePointer.pointee.observers
+        let core = self.core.unsafe.valuePointer
+        guard core.pointee.observers.count > 0, notifying ?? action.notifiesObservers else { return nil }
         var selectionsChanged = false
-        if observers.hasSelections {
+        if core.pointee.observers.hasSelections {
             selectionsChanged = updateSelectionsLocked(at: version)
             // Only selecting observers, and none of their values changed: nobody to call.
-            if !selectionsChanged && observers.onlySelecting { return nil }
+            if !selectionsChanged && core.pointee.observers.onlySelecting { return nil }
         }
-        if observers.wantsPatches, let claim = core.unsafe.valuePointer.pointee.observersClaim {
-            let patch = core.unsafe.valuePointer.pointee.actionLog.takePatches(claim)
+        // The round holds the list from here (read in place above, it is not retained for a
+        // round that calls nobody).
+        let observers = core.pointee.observers
+        if observers.wantsPatches, let claim = core.pointee.observersClaim {
+            let patch = core.pointee.actionLog.takePatches(claim)
             for entry in observers.patchObservers where entry.hearsRound(at: version, restoring: restoring) {
                 entry.pendingPatches?.put(patch, at: version)
             }
