@@ -50,7 +50,7 @@ extension Store {
         // The action stays borrowed on the way to the reducers: a `Dispatched` made here, as
         // a batch's is, copies it (Benchmarks/README.md, "One action, borrowed").
         let me = currentThreadID()
-        if applyingThread.load(ordering: .relaxed) == me {
+        if isInsideReducer(on: me) {
             queueBehindCurrent(.one(action), source: source)
             return
         }
@@ -87,7 +87,7 @@ extension Store {
     /// Package, as ``DispatchSite`` is (see it): bindings dispatch a batch with a lent source.
     package func dispatch(batch actions: [any Action], source: DispatchSite) {
         let me = currentThreadID()
-        if applyingThread.load(ordering: .relaxed) == me {
+        if isInsideReducer(on: me) {
             queueBehindCurrent(.batch(actions), source: source)
             return
         }

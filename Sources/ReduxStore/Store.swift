@@ -196,11 +196,17 @@ public final class Store<State: Codable>: @unchecked Sendable {
 
     /// Whether the calling thread is running one of this store's reducers right now (it holds the
     /// lock; ``beginTransaction(on:context:)`` marks it): a dispatch from there is queued, not
-    /// applied, so a caller that lends what its action holds copies it first then. The one test of
-    /// it; the dispatch functions spell it out to reuse the thread's identifier.
+    /// applied, so a caller that lends what its action holds copies it first then.
     @inlinable @inline(__always)
     @_spi(Bindings) public var isInsideReducer: Bool {
-        applyingThread.load(ordering: .relaxed) == currentThreadID()
+        isInsideReducer(on: currentThreadID())
+    }
+
+    /// ``isInsideReducer`` for thread `me` (``currentThreadID()``), which the dispatch functions
+    /// read once and use again: the one test of it.
+    @inlinable @inline(__always)
+    func isInsideReducer(on me: UInt) -> Bool {
+        applyingThread.load(ordering: .relaxed) == me
     }
 }
 
