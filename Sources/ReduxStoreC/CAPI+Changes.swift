@@ -9,15 +9,12 @@ public func rdx_store_add_change_listener(
     _ store: OpaquePointer?, _ includePatches: Bool, _ listener: rdx_change_fn?,
     _ context: UnsafeMutableRawPointer?
 ) -> UInt64 {
-    do {
+    recording(0) { () throws(StoreError) -> UInt64 in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) -> UInt64 in
             let listener = try CInput.required(listener, "listener")
             return handle.addChangeListener(
                 CChangeCall(function: listener, context: context, handle: handle), includingPatches: includePatches)
         }
-    } catch {
-        _ = error.record()
-        return 0
     }
 }
 
@@ -35,13 +32,10 @@ public func rdx_store_remove_change_listener(_ store: OpaquePointer?, _ token: U
 
 @c @implementation
 public func rdx_store_open_action_log(_ store: OpaquePointer?, _ capacity: Int, _ ticked: Bool) -> UInt64 {
-    do {
+    recording(0) { () throws(StoreError) -> UInt64 in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
             handle.core.openActionLog(capacity, ticked: ticked)
         }
-    } catch {
-        _ = error.record()
-        return 0
     }
 }
 

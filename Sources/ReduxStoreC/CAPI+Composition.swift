@@ -53,7 +53,7 @@ public func rdx_store_observe_pointer_full(
 public func rdx_store_current_value(
     _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?
 ) -> OpaquePointer? {
-    do {
+    recording(nil) { () throws(StoreError) -> OpaquePointer? in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) -> OpaquePointer? in
             let pointer = try JSONPointerText(checking: pointer)
             let (value, found) = try handle.core.currentValue(at: pointer.text)
@@ -65,9 +65,6 @@ public func rdx_store_current_value(
             if value == nil { LastError.set("") }
             return value
         }
-    } catch {
-        _ = error.record()
-        return nil
     }
 }
 
@@ -76,7 +73,7 @@ private func observePointer(
     _ store: OpaquePointer?, _ pointer: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
     _ context: UnsafeMutableRawPointer?, _ release: rdx_release_fn?
 ) -> UInt64 {
-    do {
+    recording(0) { () throws(StoreError) -> UInt64 in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let pointer = try JSONPointerText(checking: pointer)
             let observer = try CInput.required(observer, "observer")
@@ -84,8 +81,5 @@ private func observePointer(
                 pointer: pointer, observer: observer, context: context, release: release
             ).rawValue
         }
-    } catch {
-        _ = error.record()
-        return 0
     }
 }

@@ -16,7 +16,7 @@ public func rdx_store_keep_history(_ store: OpaquePointer?, _ count: Int) -> rdx
 public func rdx_store_history_versions(
     _ store: OpaquePointer?, _ versions: UnsafeMutablePointer<UInt64>?, _ capacity: Int
 ) -> Int {
-    do {
+    recording(0) { () throws(StoreError) -> Int in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) -> Int in
             let kept = handle.core.historyVersions
             if capacity > 0 {
@@ -25,21 +25,15 @@ public func rdx_store_history_versions(
             }
             return kept.count
         }
-    } catch {
-        _ = error.record()
-        return 0
     }
 }
 
 @c @implementation
 public func rdx_store_state_at_version(_ store: OpaquePointer?, _ version: UInt64) -> OpaquePointer? {
-    do {
+    recording(nil) { () throws(StoreError) -> OpaquePointer? in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
             try handle.core.state(at: version)
         }
-    } catch {
-        _ = error.record()
-        return nil
     }
 }
 

@@ -53,13 +53,10 @@ public func rdx_store_flush(_ store: OpaquePointer?) -> rdx_status {
 
 @c @implementation
 public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
-    do {
+    recording(nil) { () throws(StoreError) -> OpaquePointer? in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
             try handle.core.currentState().tree
         }
-    } catch {
-        _ = error.record()
-        return nil
     }
 }
 
@@ -67,16 +64,13 @@ public func rdx_store_current_state(_ store: OpaquePointer?) -> OpaquePointer? {
 public func rdx_store_current_state_version(
     _ store: OpaquePointer?, _ version: UnsafeMutablePointer<UInt64>?
 ) -> OpaquePointer? {
-    do {
+    recording(nil) { () throws(StoreError) -> OpaquePointer? in
         let version = try CInput.required(version, "version")
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let (tree, at) = try handle.core.currentState()
             version.pointee = at
             return tree
         }
-    } catch {
-        _ = error.record()
-        return nil
     }
 }
 
@@ -176,16 +170,13 @@ private func addObserver(
     _ store: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ observer: rdx_observer_fn?,
     _ context: UnsafeMutableRawPointer?, _ release: rdx_release_fn?
 ) -> UInt64 {
-    do {
+    recording(0) { () throws(StoreError) -> UInt64 in
         return try CStoreHandle.with(store) { (handle) throws(StoreError) in
             let observer = try CInput.required(observer, "observer")
             return handle.addObserver(
                 name: name, observer: observer, context: context, release: release
             ).rawValue
         }
-    } catch {
-        _ = error.record()
-        return 0
     }
 }
 

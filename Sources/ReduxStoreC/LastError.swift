@@ -51,6 +51,18 @@ func status(_ body: () throws(StoreError) -> Void) -> rdx_status {
     }
 }
 
+/// Runs `body` and returns what it returns; on a failure records it (this thread's last error)
+/// and returns `failure` instead: what a function that answers a tree or a token returns then
+/// (`NULL` or 0).
+func recording<T>(_ failure: T, _ body: () throws(StoreError) -> T) -> T {
+    do {
+        return try body()
+    } catch {
+        _ = error.record()
+        return failure
+    }
+}
+
 /// Static C strings: valid for the life of the process, never freed.
 enum StaticText {
     static var empty: UnsafePointer<CChar> { pointer("") }
