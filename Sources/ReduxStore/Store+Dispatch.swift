@@ -95,6 +95,7 @@ extension Store {
             pass(batch: actions, source: source, through: middleware, on: me)
             return
         }
+        guard !actions.isEmpty else { return }
         let transaction = beginTransaction(on: me, context: ThreadContext.current(contextKey))
         commit(transaction, applyBatchLocked(actions, source: source))
     }
@@ -119,9 +120,8 @@ extension Store {
     /// Takes the store's lock to change the state — the one place that takes it for that — and
     /// returns the open transaction, which the caller fills with what it applied
     /// (``applyLocked(_:source:notifies:)``, ``applyBatchLocked(_:source:)``,
-    /// ``replaceLocked(_:restoredFrom:context:)``) and hands
-    /// to ``commit(_:_:)``, the one place that
-    /// releases it. `me` is the calling thread, outside this store's reducers; `context` its
+    /// ``replaceLocked(_:restoredFrom:context:)``) and hands to ``commit(_:_:)``, the one place
+    /// that releases it. `me` is the calling thread, outside this store's reducers; `context` its
     /// ``ThreadContext``.
     ///
     /// A transaction, in order: the lock is taken; the invariants are checked (internal-checks
