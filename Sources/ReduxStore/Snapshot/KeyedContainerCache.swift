@@ -134,6 +134,34 @@ struct KeyedContainerCache {
         return nil
     }
 
+    /// The container of entry `i` (from ``entry(depth:type:node:)``) pointed at `target`: the one
+    /// cached there, or for a new entry (`isNew`) the one `make` makes on the entry's target,
+    /// kept for key type `type`. The casts to and from the cached box rest on the layout that
+    /// ``layoutHolds`` checked.
+    @inline(__always)
+    func container<Container>(
+        _ i: Int, isNew: Bool, pointedAt target: CachedTarget, type: ObjectIdentifier,
+        make: (UnsafeMutablePointer<CachedTarget>) -> Container
+    ) -> Container {
+        if isNew { return keep(i, pointedAt: target, type: type, make: make) }
+        targets[i] = target
+        return unsafeBitCast(boxes[i], to: Container.self)
+    }
+
+    /// ``container(_:isNew:pointedAt:type:make:)`` for a new entry.
+    @inline(never)
+    private func keep<Container>(
+        _ i: Int, pointedAt target: CachedTarget, type: ObjectIdentifier,
+        make: (UnsafeMutablePointer<CachedTarget>) -> Container
+    ) -> Container {
+        (targets + i).initialize(to: target)
+        let container = make(targets + i)
+        // The cache's copy of the box retains it.
+        (boxes + i).initialize(to: unsafeBitCast(container, to: AnyObject.self))
+        types[i] = type
+        return container
+    }
+
     /// Frees the entries at `depth` that serve `node`. O(ways).
     @inline(__always)
     func release(depth: Int, node: UInt32) {

@@ -237,21 +237,19 @@ struct TapeWriter {
     }
 
     func setInt128(_ value: Int128, _ node: UInt32) {
-        if let small = Int64(exactly: value) {
-            setSigned(small, node)
-        } else {
-            let index = buffer.pointee.appendString(String(value))
-            buffer.pointee.set(node, tag: .bigint, payload: UInt64(index))
-        }
+        guard let small = Int64(exactly: value) else { return setBigInteger(String(value), node) }
+        setSigned(small, node)
     }
 
     func setUInt128(_ value: UInt128, _ node: UInt32) {
-        if let small = UInt64(exactly: value) {
-            setUnsigned(small, node)
-        } else {
-            let index = buffer.pointee.appendString(String(value))
-            buffer.pointee.set(node, tag: .bigint, payload: UInt64(index))
-        }
+        guard let small = UInt64(exactly: value) else { return setBigInteger(String(value), node) }
+        setUnsigned(small, node)
+    }
+
+    /// An integer past 64 bits, kept as its decimal digits.
+    private func setBigInteger(_ digits: String, _ node: UInt32) {
+        let index = buffer.pointee.appendString(digits)
+        buffer.pointee.set(node, tag: .bigint, payload: UInt64(index))
     }
 
     /// Appends a container child, recorded as every container is (``TapeBuffer/makeContainer``:
@@ -290,28 +288,12 @@ struct TapeEncoder: Encoder {
         if let cache = buffer.pointee.cache,
            let (i, isNew) = cache.entry(depth: buffer.pointee.slots[Int(node)].depth,
                                         type: ObjectIdentifier(Key.self), node: node) {
-            let target = cache.targets + i
-            if isNew { return newCachedContainer(Key.self, cache, i) }
-            target.pointee = CachedTarget(buffer: buffer, node: node, busy: true)
-            // The box cached for this key type, back as its container: a KeyedEncodingContainer is one
-            // strong reference to its box (checked once, `KeyedContainerCache.layoutHolds`).
-            return unsafeBitCast(cache.boxes[i], to: KeyedEncodingContainer<Key>.self)
+            return cache.container(
+                i, isNew: isNew, pointedAt: CachedTarget(buffer: buffer, node: node, busy: true),
+                type: ObjectIdentifier(Key.self)
+            ) { target in KeyedEncodingContainer(TapeKeyedEncoder<Key>(target: target)) }
         }
         return KeyedEncodingContainer(TapeKeyedEncoder<Key>(buffer: buffer, node: node))
-    }
-
-    @inline(never)
-    private func newCachedContainer<Key: CodingKey>(
-        _: Key.Type, _ cache: KeyedContainerCache, _ i: Int
-    ) -> KeyedEncodingContainer<Key> {
-        let target = cache.targets + i
-        target.initialize(to: CachedTarget(buffer: buffer, node: node, busy: true))
-        let container = KeyedEncodingContainer(TapeKeyedEncoder<Key>(target: target))
-        // Kept as its box: a KeyedEncodingContainer is one strong reference to it (checked once,
-        // `KeyedContainerCache.layoutHolds`); the cache's copy retains it.
-        (cache.boxes + i).initialize(to: unsafeBitCast(container, to: AnyObject.self))
-        cache.types[i] = ObjectIdentifier(Key.self)
-        return container
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {

@@ -27,28 +27,12 @@ struct TapeDecoder: Decoder {
         let cache = session.pointee.cache
         if let (i, isNew) = cache.entry(depth: session.pointee.slots[Int(node)].depth,
                                         type: ObjectIdentifier(Key.self), node: node) {
-            let target = cache.targets + i
-            if isNew { return newCachedContainer(Key.self, cache, i) }
-            target.pointee = CachedTarget(buffer: nil, node: node, busy: true)
-            // The box cached for this key type, back as its container: a KeyedDecodingContainer is one
-            // strong reference to its box (checked once, `KeyedContainerCache.layoutHolds`).
-            return unsafeBitCast(cache.boxes[i], to: KeyedDecodingContainer<Key>.self)
+            return cache.container(
+                i, isNew: isNew, pointedAt: CachedTarget(buffer: nil, node: node, busy: true),
+                type: ObjectIdentifier(Key.self)
+            ) { target in KeyedDecodingContainer(TapeKeyedDecoder<Key>(session: session, target: target)) }
         }
         return KeyedDecodingContainer(TapeKeyedDecoder<Key>(session: session, node: node))
-    }
-
-    @inline(never)
-    private func newCachedContainer<Key: CodingKey>(
-        _: Key.Type, _ cache: KeyedContainerCache, _ i: Int
-    ) -> KeyedDecodingContainer<Key> {
-        let target = cache.targets + i
-        target.initialize(to: CachedTarget(buffer: nil, node: node, busy: true))
-        let container = KeyedDecodingContainer(TapeKeyedDecoder<Key>(session: session, target: target))
-        // Kept as its box: a KeyedDecodingContainer is one strong reference to it (checked once,
-        // `KeyedContainerCache.layoutHolds`); the cache's copy retains it.
-        (cache.boxes + i).initialize(to: unsafeBitCast(container, to: AnyObject.self))
-        cache.types[i] = ObjectIdentifier(Key.self)
-        return container
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
