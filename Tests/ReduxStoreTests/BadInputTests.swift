@@ -48,6 +48,17 @@ let badActionTexts: [BadInput] = [
     BadInput(#"{"identifier": "\ud800"}"#, .parse, #"JSON text does not parse at byte 16: \uD800 is half of a surrogate pair, not a character"#),
     BadInput(#"{"identifier": "a", "payload": "x\udc00"}"#, .parse, #"JSON text does not parse at byte 33: \uDC00 is half of a surrogate pair, not a character"#),
     BadInput(#"{"identifier": "a", "payload": {"\ud83d\u0041": 1}}"#, .parse, #"JSON text does not parse at byte 33: \uD83D is half of a surrogate pair, not a character"#),
+    // Numbers outside JSON's grammar, which json-c's tokener reads (and PostgreSQL refuses).
+    BadInput(#"{"identifier": "a", "payload": 1.}"#, .parse, "JSON text does not parse at byte 31: a decimal point must be followed by a digit"),
+    BadInput(#"{"identifier": "a", "payload": [1.e2]}"#, .parse, "JSON text does not parse at byte 32: a decimal point must be followed by a digit"),
+    BadInput(#"{"identifier": "a", "payload": -.5}"#, .parse, "JSON text does not parse at byte 31: a minus sign must be followed by a digit"),
+    BadInput(#"{"identifier": "a", "payload": 01}"#, .parse, "JSON text does not parse at byte 31: a number does not start with 0 followed by another digit"),
+    BadInput(#"{"identifier": "a", "payload": -01}"#, .parse, "JSON text does not parse at byte 31: a number does not start with 0 followed by another digit"),
+    BadInput(#"{"identifier": "a", "payload": 00.5}"#, .parse, "JSON text does not parse at byte 31: a number does not start with 0 followed by another digit"),
+    BadInput(#"{"identifier": "a", "payload": 1e}"#, .parse, "JSON text does not parse at byte 31: an exponent must have a digit"),
+    BadInput(#"{"identifier": "a", "payload": 2E+}"#, .parse, "JSON text does not parse at byte 31: an exponent must have a digit"),
+    // What json-c cannot hold: a key with U+0000 in it (it would be cut short, and two keys merged).
+    BadInput(#"{"identifier": "a", "payload": {"a\u0000b": 1, "a\u0000c": 2}}"#, .parse, #"JSON text at byte 32: an object key holds U+0000 (\u0000), which json-c cannot hold in a key"#),
     // Not an action.
     BadInput("[]", .decode, "action: expected object, found array"),
     BadInput("42", .decode, "action: expected object, found number"),
@@ -106,6 +117,16 @@ struct BadInputTests {
         let error = #expect(throws: StoreError.self) { try action.decodePayload(as: Order.self) }
         #expect(error?.kind == bad.kind)
         #expect(error?.message == bad.message)
+    }
+
+    @Test("numbers as JSON's grammar writes them are read, each as its kind")
+    func numbersInTheGrammar() throws {
+        let text = #"{"identifier": "n", "payload": [0, -0, 7, -7, 0.5, -0.5e-3, 1E2, 1e+16, 2e-7, 18446744073709551615]}"#
+        let action = try JSONAction(jsonText: text)
+        #expect(action.payload == [0, 0, 7, -7, 0.5, -0.0005, 100, 10_000_000_000_000_000, 2e-7, .uint(UInt64.max)])
+        // A string may hold U+0000; only a key may not.
+        let string = try JSONAction(jsonText: #"{"identifier": "s", "payload": {"k": "a\u0000b"}}"#)
+        #expect(string.payload == ["k": .string("a\u{0}b")])
     }
 
     @Test("the same rules accept what is right")

@@ -124,8 +124,11 @@ extension JSONC {
 
     /// Refuses what json-c's strict tokener still accepts but JSON does not: raw control
     /// characters inside strings, `\u` escapes of half a surrogate pair (json-c makes them
-    /// U+FFFD without a word, as Foundation's `JSONDecoder` refuses them), and the words `NaN`
-    /// and `Infinity`. One pass over the bytes, before parsing.
+    /// U+FFFD without a word, as Foundation's `JSONDecoder` refuses them), the words `NaN`
+    /// and `Infinity`, and numbers outside JSON's grammar (`1.`, `-.5`, `01`, `1.e2`, which
+    /// json-c reads and PostgreSQL's `json` refuses); and what json-c cannot hold: an object key
+    /// with U+0000 in it (json-c's keys are C strings: it would cut the key short). One pass
+    /// over the bytes, before parsing.
     ///
     /// - Returns: where each integer past the 64-bit range ends (json-c would clamp them).
     static func rejectWhatJSONCLetsThrough(_ bytes: UnsafeBufferPointer<UInt8>) throws(StoreError) -> [Int] {
@@ -144,6 +147,8 @@ extension JSONC {
                 // bytes. Eight at a time: the first byte that ends the run of plain ones (a
                 // quote, a backslash, a control character) is the lowest one the word's test
                 // flags (``stringRunStops(_:)``); the last few bytes of the text one at a time.
+                let start = index
+                var holdsNUL = false
                 index += 1
                 while true {
                     if index &+ 8 <= count {
@@ -166,8 +171,12 @@ extension JSONC {
                     }
                     let byte = base[index]
                     if byte == UInt8(ascii: "\\") {
+                        if hexUnit(base, count, at: index) == 0 { holdsNUL = true }
                         index += try escapeLength(base, count, at: index)
                     } else if byte == UInt8(ascii: "\"") {
+                        if holdsNUL, isKey(base, count, quoteAt: index) {
+                            throw StoreError(.parse, "JSON text at byte \(start): an object key holds U+0000 (\\u0000), which json-c cannot hold in a key")
+                        }
                         break
                     } else {
                         throw StoreError(.parse, "JSON text does not parse at byte \(index): a control character inside a string must be escaped")
@@ -176,7 +185,7 @@ extension JSONC {
             } else if byte == UInt8(ascii: "N") || byte == UInt8(ascii: "I") {
                 throw StoreError(.parse, "JSON text does not parse at byte \(index): NaN and Infinity are not JSON numbers")
             } else if byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) {
-                let (end, fits) = checkNumber(bytes, at: index)
+                let (end, fits) = try checkNumber(bytes, at: index)
                 if !fits { wideIntegers.append(end) }
                 index = end
                 continue
@@ -259,35 +268,68 @@ extension JSONC {
         }
     }
 
-    /// Reads over the number starting at `start`: the index after it, and whether json-c holds
-    /// it as it is (a number with a fraction or exponent is a double, and fine; an integer only
-    /// within 64 bits).
-    private static func checkNumber(_ bytes: UnsafeBufferPointer<UInt8>, at start: Int) -> (end: Int, fits: Bool) {
+    /// Whether the string whose closing quote is at `quote` is an object's key: a colon follows
+    /// it, after white space.
+    private static func isKey(_ base: UnsafePointer<UInt8>, _ count: Int, quoteAt quote: Int) -> Bool {
+        var index = quote + 1
+        while index < count, [0x20, 0x09, 0x0A, 0x0D].contains(base[index]) { index += 1 }
+        return index < count && base[index] == UInt8(ascii: ":")
+    }
+
+    /// Reads over the number starting at `start` (a minus or a digit), held to JSON's grammar
+    /// (RFC 8259: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`): the index after it, and
+    /// whether json-c holds it as it is (a number with a fraction or exponent is a double, and
+    /// fine; an integer only within 64 bits). A minus before `Infinity` or `NaN` is left to the
+    /// scan, which refuses the word.
+    private static func checkNumber(
+        _ bytes: UnsafeBufferPointer<UInt8>, at start: Int
+    ) throws(StoreError) -> (end: Int, fits: Bool) {
         var index = start
+        func skipDigits() -> Int {
+            let from = index
+            while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                index += 1
+            }
+            return index - from
+        }
+        func refusal(_ why: String) -> StoreError {
+            StoreError(.parse, "JSON text does not parse at byte \(start): \(why)")
+        }
         let negative = bytes[index] == UInt8(ascii: "-")
         if negative { index += 1 }
         let digitsStart = index
-        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
-            index += 1
+        guard skipDigits() > 0 else {
+            if index < bytes.count, bytes[index] == UInt8(ascii: "I") || bytes[index] == UInt8(ascii: "N") {
+                return (index, true)
+            }
+            throw refusal("a minus sign must be followed by a digit")
         }
         let digits = UnsafeBufferPointer(rebasing: bytes[digitsStart..<index])
-        if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
-            // A double: skip the rest of it.
+        guard digits.count == 1 || digits[0] != UInt8(ascii: "0") else {
+            throw refusal("a number does not start with 0 followed by another digit")
+        }
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
             index += 1
-            while index < bytes.count,
-                  (bytes[index] >= UInt8(ascii: "0") && bytes[index] <= UInt8(ascii: "9"))
-                    || [UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
+            isInteger = false
+            guard skipDigits() > 0 else { throw refusal("a decimal point must be followed by a digit") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            isInteger = false
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
                 index += 1
             }
-            return (index, true)
+            guard skipDigits() > 0 else { throw refusal("an exponent must have a digit") }
         }
+        guard isInteger else { return (index, true) }
         // The largest magnitudes json-c holds exactly: 2^63 for negative integers, 2^64 - 1 else.
         let bound: StaticString = negative ? "9223372036854775808" : "18446744073709551615"
         let boundDigits = UnsafeBufferPointer(start: bound.utf8Start, count: bound.utf8CodeUnitCount)
         // Digit strings of one length compare as their numbers do.
         let fits = digits.count < boundDigits.count
             || (digits.count == boundDigits.count && !boundDigits.lexicographicallyPrecedes(digits))
-        return (index, fits || digits.isEmpty)
+        return (index, fits)
     }
 
     /// Prints a tree (NULL prints as `null`) with json-c's printer.
