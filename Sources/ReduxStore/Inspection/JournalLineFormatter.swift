@@ -77,7 +77,7 @@ struct JournalLineFormatter: ~Copyable {
             append(",\"patch\":")
             if let path = appendPatch(patch) {
                 bytes.count = start
-                patchError = "the patch holds a number JSON cannot hold (NaN or an infinity) at \"\(path)\""
+                patchError = unwritableReason("the patch", at: path)
             }
         }
         if let patchError {
@@ -168,7 +168,7 @@ struct JournalLineFormatter: ~Copyable {
             case .success(let tape):
                 append(",\"payload\":")
                 guard appendTape(tape) else {
-                    reason = nonFiniteReason("payload")
+                    reason = unwritableReason("its payload", at: failedPointer())
                     break
                 }
                 append(",\"typed\":true")
@@ -180,7 +180,7 @@ struct JournalLineFormatter: ~Copyable {
             guard let payload = projection(of: action, as: JSONAction.self).payload else { return nil }
             append(",\"payload\":")
             guard appendValue(payload) else {
-                reason = nonFiniteReason("payload")
+                reason = unwritableReason("its payload", at: failedPointer())
                 break
             }
             return nil
@@ -222,15 +222,21 @@ struct JournalLineFormatter: ~Copyable {
     private var sourceFile: UnsafeRawPointer?
     private var sourcePrefix: [UInt8] = []
 
-    /// Where the last value that could not be printed held its non-finite number: the JSON
-    /// Pointer's tokens from the inside out, filled as the printing functions return `false`.
+    /// Where the last value that could not be printed held what stopped it: the JSON Pointer's
+    /// tokens from the inside out, filled as the printing functions return `false`.
     private var failedTokens: [String] = []
+    /// Whether what stopped it was a container nested past ``StoreLimits/maximumNestingDepth``
+    /// (which a reader of the journal refuses to parse), not a non-finite number.
+    private var failedTooDeep = false
 
-    /// `what holds a number JSON cannot hold (NaN or an infinity) at "/pointer"`, from
-    /// ``failedTokens`` (emptied).
-    private mutating func nonFiniteReason(_ what: String) -> String {
-        defer { failedTokens.removeAll() }
-        return "its \(what) holds a number JSON cannot hold (NaN or an infinity) at \"\(failedPointer())\""
+    /// Why `what` (`its payload`, `the patch`) could not be written, the place being `pointer`:
+    /// `… holds a number JSON cannot hold (NaN or an infinity) at "/pointer"`, or `… nests
+    /// deeper than 256 levels at "/pointer"`.
+    private mutating func unwritableReason(_ what: String, at pointer: String) -> String {
+        defer { failedTooDeep = false }
+        return failedTooDeep
+            ? "\(what) nests deeper than \(StoreLimits.maximumNestingDepth) levels at \"\(pointer)\""
+            : "\(what) holds a number JSON cannot hold (NaN or an infinity) at \"\(pointer)\""
     }
 
     /// The JSON Pointer of ``failedTokens``, emptying them.
@@ -239,9 +245,9 @@ struct JournalLineFormatter: ~Copyable {
         return failedTokens.reversed().map { "/" + JSONPointerPath.escape($0) }.joined()
     }
 
-    /// Prints RFC 6902 operations as ``JSONPatch/Operation`` encodes them; for a non-finite
-    /// number in a value, returns where it is, as a JSON Pointer into the state (with part of
-    /// the operations printed).
+    /// Prints RFC 6902 operations as ``JSONPatch/Operation`` encodes them; for a value that
+    /// cannot be printed (``appendValue(_:depth:)``), returns where it stopped, as a JSON Pointer
+    /// into the state (with part of the operations printed).
     private mutating func appendPatch(_ operations: [JSONPatch.Operation]) -> String? {
         bytes.append(0x5B)
         for (index, operation) in operations.enumerated() {
@@ -262,9 +268,11 @@ struct JournalLineFormatter: ~Copyable {
         return nil
     }
 
-    /// Prints `value` as JSON; `false` (with part of it printed) for a non-finite number, whose
-    /// place is then in ``failedTokens``.
-    private mutating func appendValue(_ value: JSONValue) -> Bool {
+    /// Prints `value`, a container at nesting level `depth` (the value itself counts as one),
+    /// as JSON; `false` (with part of it printed) for a non-finite number or a container nested
+    /// past ``StoreLimits/maximumNestingDepth`` (``failedTooDeep``), whose place is then in
+    /// ``failedTokens``.
+    private mutating func appendValue(_ value: JSONValue, depth: Int = 1) -> Bool {
         switch value {
         case .null: append("null")
         case .bool(let flag): append(flag ? "true" : "false")
@@ -275,16 +283,24 @@ struct JournalLineFormatter: ~Copyable {
             appendText(number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) + ".0" : "\(number)")
         case .string(let text): appendString(text)
         case .array(let elements):
+            guard depth <= StoreLimits.maximumNestingDepth else {
+                failedTooDeep = true
+                return false
+            }
             append("[")
             for (index, element) in elements.enumerated() {
                 if index > 0 { append(",") }
-                guard appendValue(element) else {
+                guard appendValue(element, depth: depth + 1) else {
                     failedTokens.append(String(index))
                     return false
                 }
             }
             append("]")
         case .object(let members):
+            guard depth <= StoreLimits.maximumNestingDepth else {
+                failedTooDeep = true
+                return false
+            }
             append("{")
             var first = true
             for (key, member) in members {
@@ -292,7 +308,7 @@ struct JournalLineFormatter: ~Copyable {
                 first = false
                 appendString(key.string)
                 append(":")
-                guard appendValue(member) else {
+                guard appendValue(member, depth: depth + 1) else {
                     failedTokens.append(key.string)
                     return false
                 }

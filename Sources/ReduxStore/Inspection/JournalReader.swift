@@ -199,9 +199,12 @@ public enum JournalReader {
     {
         let tree = try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) -> OpaquePointer? in
             do throws(StoreError) {
+                // The line's own containers (the line, its patch, an operation) do not count
+                // against its values' nesting: a payload or patch value may nest as deep as a
+                // state may, which its decoding checks.
                 return try JSONCText.parse(
                     UnsafeRawPointer(buffer.baseAddress! + start).assumingMemoryBound(to: CChar.self),
-                    length: end - start)
+                    length: end - start, maximumDepth: StoreLimits.maximumNestingDepth + 1 + 3)
             } catch {
                 throw StoreError(error.kind, "\(place): \(error.message)")
             }

@@ -145,6 +145,45 @@ struct JournalEdgeTests {
         #expect(replay?.message.contains("journal.jsonl:1: action \"calibrate\" was recorded without its payload, which could not be written: its payload holds a number") == true)
     }
 
+    @Test("a payload nested past the limit: recorded without it, and every line stays readable; one at the limit is whole")
+    func payloadTooDeep() throws {
+        func nested(_ levels: Int) -> JSONValue {
+            var value: JSONValue = .int(1)
+            for _ in 0..<levels { value = .array([value]) }
+            return value
+        }
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        var options = JournalOptions()
+        options.recordPatches = true
+        try store.startJournal(at: path, options: options)
+        store.dispatchAction(JSONAction(identifier: "deep", payload: nested(StoreLimits.maximumNestingDepth)))
+        store.dispatchAction(JSONAction(identifier: "deeper", payload: nested(StoreLimits.maximumNestingDepth + 44)))
+        store.dispatchAction(JSONAction(identifier: "read", payload: 3))
+        let error = #expect(throws: StoreError.self) { try store.flushJournal() }
+        #expect(error?.message.contains("version 2") == true)
+        store.stopJournal()
+        let text = try #require(readText(path))
+        #expect(text.contains(#""identifier":"deeper","replayable":false,"payloadError":"its payload nests deeper than 256 levels at \"/0/0/0"#))
+
+        // Every line reads, the one at the limit with its whole payload.
+        var entries: [JournalEntry] = []
+        try JournalReader.read(path) { entry in
+            entries.append(entry)
+            return true
+        }
+        try #require(entries.count == 3)
+        #expect(try entries[0].payload() == nested(StoreLimits.maximumNestingDepth))
+        #expect(entries[1].payloadError?.hasPrefix("its payload nests deeper than 256 levels") == true)
+        #expect(try entries[2].payload() == 3)
+        let replay = #expect(throws: StoreError.self) {
+            try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: ActionTypes())
+        }
+        #expect(replay?.message.hasPrefix("journal.jsonl:2: action \"deeper\" was recorded without its payload") == true)
+        let first = try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: ActionTypes(), through: 1)
+        #expect(first.version == 1)
+    }
+
     @Test("one journal per file: a second store is refused; the same store starting again appends")
     func oneJournalPerFile() throws {
         let path = temporaryFolder() + "/journal.jsonl"
