@@ -95,7 +95,12 @@ extern "C" {
  *     anywhere delays the others by at most those bounds.
  *   - Every process applies the text the stream stores, the writer included: a payload is kept
  *     as written (PostgreSQL's json type), so a number parses to the same json-c int or double
- *     in every process.
+ *     in every process; a snapshot's text writes each number of its kind (a double as a double
+ *     even when whole: 2.0, -0.0, 1e+16), so a process that starts from one holds the same kinds
+ *     and values (its double's text may differ: 1e16 is printed 1e+16). Text outside JSON's
+ *     grammar is refused before anything is sent (RDX_EPARSE): numbers such as 1., -.5 or 01,
+ *     which json-c reads and PostgreSQL does not, and an object key holding U+0000, which
+ *     json-c cannot hold.
  *   - A stored action this store refuses (RDX_EDECODE), a state that differs from the snapshot
  *     another process stored at that version (reducers that are not deterministic), or versions
  *     trimmed before this replica applied them (RDX_ECORRUPT) stop the replica at that version:

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -229,52 +230,92 @@ static tally swift_tally(const char *out)
     return t;
 }
 
-/* Dispatches {"n": text} for each text to a new stream, opens the stream again, and checks that
- * both replicas hold the same json-c types and texts. */
+/* Whether `x` and `y` are numbers of one json-c kind and one value (a zero's sign included). */
+static int same_number(json_object *x, json_object *y)
+{
+    if (json_object_get_type(x) != json_object_get_type(y)) return 0;
+    if (json_object_is_type(x, json_type_double)) {
+        double a = json_object_get_double(x), b = json_object_get_double(y);
+        return a == b && signbit(a) == signbit(b);
+    }
+    return json_object_get_int64(x) == json_object_get_int64(y);
+}
+
+/* Dispatches {"n": text} for each text to a new stream whose writer stores a snapshot after the
+ * last one and trims the actions before it. A follower that applied the actions holds the same
+ * json-c kinds and texts as the writer; a process opened afterwards, which can only start from
+ * the snapshot, holds the same kinds and values (the snapshot's text writes a double as a double:
+ * 1.0 stays 1.0, -0.0 keeps its sign). */
 static void check_numbers(void)
 {
     static const rdx_reducer keepers[] = {{keep_reduce, NULL, NULL}};
-    static const char *const numbers[] = {"1e16", "-0.0", "1E2", "1.5e300", "7", "0.1"};
+    static const char *const numbers[] = {"1e16", "-0.0", "1E2", "1.5e300", "7", "0.1", "2.0", "-3.0e0",
+                                          "18446744073709551615", "123456789012345678901234"};
     const size_t count = sizeof numbers / sizeof numbers[0];
     json_object *empty = json_tokener_parse("{\"kept\":[]}");
     char name[160], action[128];
+    rdx_stream_options options;
     rdx_status status = RDX_OK;
-    rdx_store *writer_store, *reader;
+    rdx_store *writer_store, *follower, *reader;
     size_t i;
+    int waited;
     snprintf(name, sizeof name, "%s-numbers", stream);
-    writer_store = rdx_store_open_stream(url, name, empty, keepers, 1, &status);
+    rdx_stream_options_init(&options);
+    options.snapshot_every = (int64_t)count;
+    options.snapshots_kept = 1;
+    options.trims_actions = 1;
+    writer_store = rdx_store_open_stream_with_options(url, name, empty, keepers, 1, &options, &status);
     CHECK_STATUS(status, RDX_OK);
     if (writer_store == NULL) {
         json_object_put(empty);
         return;
     }
+    follower = rdx_store_follow_stream(url, name, empty, keepers, 1, NULL, &status);
+    CHECK_STATUS(status, RDX_OK);
     for (i = 0; i < count; i++) {
         snprintf(action, sizeof action, "{\"identifier\":\"keep\",\"payload\":{\"n\":%s}}", numbers[i]);
         CHECK_STATUS(rdx_store_dispatch_json(writer_store, action), RDX_OK);
     }
+    for (waited = 0; follower != NULL && rdx_store_version(follower) < count && waited < 2000; waited++) {
+        struct timespec pause = {0, 10000000};
+        nanosleep(&pause, NULL);
+    }
     reader = rdx_store_open_stream(url, name, empty, keepers, 1, &status);
     CHECK_STATUS(status, RDX_OK);
-    if (reader != NULL) {
-        json_object *mine = rdx_store_current_state(writer_store), *theirs = rdx_store_current_state(reader);
-        json_object *a = NULL, *b = NULL;
+    if (reader != NULL && follower != NULL) {
+        json_object *mine = rdx_store_current_state(writer_store), *followed = rdx_store_current_state(follower);
+        json_object *theirs = rdx_store_current_state(reader);
+        json_object *a = NULL, *b = NULL, *c = NULL;
         json_object_object_get_ex(mine, "kept", &a);
-        json_object_object_get_ex(theirs, "kept", &b);
+        json_object_object_get_ex(followed, "kept", &b);
+        json_object_object_get_ex(theirs, "kept", &c);
+        CHECK_EQ_INT(rdx_store_version(follower), count);
         CHECK_EQ_INT(json_object_array_length(a), count);
         CHECK_EQ_INT(json_object_array_length(b), count);
-        for (i = 0; i < count && i < json_object_array_length(a) && i < json_object_array_length(b); i++) {
+        CHECK_EQ_INT(json_object_array_length(c), count);
+        for (i = 0; i < count && i < json_object_array_length(a) && i < json_object_array_length(b)
+                    && i < json_object_array_length(c); i++) {
             json_object *x = json_object_array_get_idx(a, i), *y = json_object_array_get_idx(b, i);
+            json_object *z = json_object_array_get_idx(c, i);
             if (!CHECK(json_object_get_type(x) == json_object_get_type(y)) ||
                 !CHECK(strcmp(json_object_to_json_string(x), json_object_to_json_string(y)) == 0)) {
-                fprintf(stderr, "    %s: the writer holds %s, a new replica %s\n", numbers[i],
+                fprintf(stderr, "    %s: the writer holds %s, a follower %s\n", numbers[i],
                         json_object_to_json_string(x), json_object_to_json_string(y));
             }
+            if (!CHECK(same_number(x, z))) {
+                fprintf(stderr, "    %s: the writer holds %s, a process started from the snapshot %s\n", numbers[i],
+                        json_object_to_json_string(x), json_object_to_json_string(z));
+            }
         }
-        /* A double stays a double. */
-        CHECK(json_object_get_type(json_object_array_get_idx(b, 0)) == json_type_double);
+        /* A double stays a double, whole or not. */
+        CHECK(json_object_get_type(json_object_array_get_idx(c, 0)) == json_type_double);
+        CHECK(json_object_get_type(json_object_array_get_idx(c, 6)) == json_type_double);
         json_object_put(mine);
+        json_object_put(followed);
         json_object_put(theirs);
-        rdx_store_release(reader);
     }
+    if (reader != NULL) rdx_store_release(reader);
+    if (follower != NULL) rdx_store_release(follower);
     rdx_store_release(writer_store);
     json_object_put(empty);
 }

@@ -101,59 +101,9 @@ struct DecodeSession {
     /// The ``JSONValue`` of the slot `node`, read straight off the tape: what
     /// `JSONValue.init(from:)` makes through the decoder, without its trial decodes (each one
     /// that failed built an error with a coding path, found by walking the tape: quadratic in
-    /// the size of a large state).
-    ///
-    /// As there, a number is an `int` when it is a whole number that fits `Int64`, else a
-    /// `uint` when it fits `UInt64`, else a `double` (a `Float` read through its shortest
-    /// decimal text, as ``double(_:)`` reads it); an object's duplicate keys keep the last value.
+    /// the size of a large state). See ``TapeBuffer/jsonValue(at:keepingNumberKinds:)``.
     func jsonValue(at node: UInt32) -> JSONValue {
-        let slot = slots[Int(node)]
-        switch slot.tag {
-        case .null: return .null
-        case .bool: return .bool(slot.payload != 0)
-        case .int: return .int(Int64(bitPattern: slot.payload))
-        case .uint: return Self.number(whole: slot.payload)
-        case .double: return Self.number(Double(bitPattern: slot.payload))
-        case .float:
-            let float = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
-            if let whole = Int64(exactly: float) { return .int(whole) }
-            if let whole = UInt64(exactly: float) { return .uint(whole) }
-            return .double((try? double(node)) ?? Double(float))
-        case .bigint:
-            let text = strings[Int(truncatingIfNeeded: slot.payload)]
-            if let whole = Int64(text) { return .int(whole) }
-            if let whole = UInt64(text) { return .uint(whole) }
-            return .double(Double(text) ?? .nan)
-        case .string: return .string(strings[Int(truncatingIfNeeded: slot.payload)])
-        case .array:
-            var elements: [JSONValue] = []
-            elements.reserveCapacity(slot.count)
-            var child = slot.first
-            while child != 0 {
-                elements.append(jsonValue(at: child))
-                child = slots[Int(child)].next
-            }
-            return .array(elements)
-        default:  // an object, or a value that encoded nothing (read as `{}`)
-            var members: [JSONKey: JSONValue] = [:]
-            if slot.tag == .object { members.reserveCapacity(slot.count) }
-            var child = slot.tag == .object ? slot.first : 0
-            while child != 0 {
-                members[JSONKey(strings[Int(slots[Int(child)].key)])] = jsonValue(at: child)
-                child = slots[Int(child)].next
-            }
-            return .object(members)
-        }
-    }
-
-    private static func number(whole: UInt64) -> JSONValue {
-        whole <= UInt64(Int64.max) ? .int(Int64(whole)) : .uint(whole)
-    }
-
-    private static func number(_ value: Double) -> JSONValue {
-        if let whole = Int64(exactly: value) { return .int(whole) }
-        if let whole = UInt64(exactly: value) { return .uint(whole) }
-        return .double(value)
+        buffer.pointee.jsonValue(at: node, keepingNumberKinds: false)
     }
 
     private static func decodeArray<A: SnapshotArrayDecodable>(
@@ -432,5 +382,71 @@ extension Array: SnapshotArrayDecodable where Element: Decodable {
             }
         }
         return result
+    }
+}
+
+extension TapeBuffer {
+    /// The ``JSONValue`` of the slot `node`.
+    ///
+    /// As `JSONValue.init(from:)` reads one, a number is an `int` when it is a whole number that
+    /// fits `Int64`, else a `uint` when it fits `UInt64`, else a `double` (a `Float` read through
+    /// its shortest decimal text, as a JSON round trip reads it). `keepingNumberKinds`: a number
+    /// encoded as a `Double` or a `Float` stays a `double`, whole or not (`1.0` stays `1.0`), as
+    /// json-c keeps a double (the canonical text of replication's snapshots). An object's
+    /// duplicate keys keep the last value.
+    func jsonValue(at node: UInt32, keepingNumberKinds: Bool) -> JSONValue {
+        let slot = slots[Int(node)]
+        switch slot.tag {
+        case .null: return .null
+        case .bool: return .bool(slot.payload != 0)
+        case .int: return .int(Int64(bitPattern: slot.payload))
+        case .uint: return Self.number(whole: slot.payload)
+        case .double:
+            let double = Double(bitPattern: slot.payload)
+            return keepingNumberKinds ? .double(double) : Self.number(double)
+        case .float:
+            let float = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
+            if !keepingNumberKinds {
+                if let whole = Int64(exactly: float) { return .int(whole) }
+                if let whole = UInt64(exactly: float) { return .uint(whole) }
+            }
+            guard float.isFinite, let double = Double(float.description) else { return .double(Double(float)) }
+            return .double(double)
+        case .bigint:
+            let text = strings[Int(truncatingIfNeeded: slot.payload)]
+            if let whole = Int64(text) { return .int(whole) }
+            if let whole = UInt64(text) { return .uint(whole) }
+            return .double(Double(text) ?? .nan)
+        case .string: return .string(strings[Int(truncatingIfNeeded: slot.payload)])
+        case .array:
+            var elements: [JSONValue] = []
+            elements.reserveCapacity(slot.count)
+            var child = slot.first
+            while child != 0 {
+                elements.append(jsonValue(at: child, keepingNumberKinds: keepingNumberKinds))
+                child = slots[Int(child)].next
+            }
+            return .array(elements)
+        default:  // an object, or a value that encoded nothing (read as `{}`)
+            var members: [JSONKey: JSONValue] = [:]
+            if slot.tag == .object { members.reserveCapacity(slot.count) }
+            var child = slot.tag == .object ? slot.first : 0
+            while child != 0 {
+                members[JSONKey(strings[Int(slots[Int(child)].key)])] =
+                    jsonValue(at: child, keepingNumberKinds: keepingNumberKinds)
+                child = slots[Int(child)].next
+            }
+            return .object(members)
+        }
+    }
+
+    private static func number(whole: UInt64) -> JSONValue {
+        whole <= UInt64(Int64.max) ? .int(Int64(whole)) : .uint(whole)
+    }
+
+    private static func number(_ value: Double) -> JSONValue {
+        if let whole = Int64(exactly: value) { return .int(whole) }
+        if let whole = UInt64(exactly: value) { return .uint(whole) }
+        return .double(value)
     }
 }

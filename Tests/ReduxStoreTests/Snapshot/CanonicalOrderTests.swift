@@ -99,6 +99,29 @@ struct CanonicalOrderTests {
         }
     }
 
+    @Test("the canonical text keeps each number's kind: a whole Double is written as a double, as json-c keeps a C program's")
+    func numberKinds() throws {
+        struct Numbers: Codable {
+            var whole = 2.0
+            var negativeZero = -0.0
+            var large = 1e16
+            var fraction = 0.1
+            var float: Float = 0.1
+            var wholeFloat: Float = 3
+            var integer = 7
+            var unsigned = UInt64.max
+            var value: JSONValue = .double(1)
+        }
+        let text = try JSONValue(canonicallyEncoding: Numbers()).description
+        #expect(text == #"{"float":0.1,"fraction":0.1,"integer":7,"large":1e+16,"negativeZero":-0.0,"#
+            + #""unsigned":18446744073709551615,"value":1.0,"whole":2.0,"wholeFloat":3.0}"#)
+        // The text parses back to the same kinds.
+        let reread = try JSONAction(jsonText: #"{"identifier": "n", "payload": \#(text)}"#)
+        #expect(reread.payload != nil)
+        // A snapshot (Foundation's round trip) still reads a whole number as an integer.
+        #expect(try JSONValue(encoding: Numbers()).description.contains(#""whole":2,"#))
+    }
+
     @Test("a canonical encode leaves the ordinary encoder as it was (the flag is per encode)")
     func flagIsPerEncode() throws {
         let (a, _) = Self.states()
