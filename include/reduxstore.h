@@ -772,7 +772,8 @@ typedef rdx_status
  * Creates a store holding a deep copy of `state` (borrowed) at `version`, whose dispatches are
  * handed to `forward` rather than applied: rdx_store_dispatch_action(), rdx_store_dispatch_json()
  * and their _at forms; rdx_store_dispatch_batch_json() checks every element first, then hands
- * them on one by one, in order, stopping at the first failure. Refused with RDX_EINVAL:
+ * them on one by one, in order, stopping at the first failure, whose words name its element
+ * ("[k]") and, from the second on, say that the elements before it were handed on. Refused with RDX_EINVAL:
  * rdx_store_enqueue_action(), rdx_store_restore_version(), and a dispatch from the thread that
  * is applying one of its actions (from its reducers, listeners and observers, which run there:
  * it would wait for itself). `release_context` (may be NULL) is called with `context` once, when

@@ -80,7 +80,10 @@ extern "C" {
  *     "stored at version N"      committed at version N, and not applied here (the replica
  *                                stopped): every other replica applies it.
  *   - rdx_store_dispatch_batch_json() checks every element, then commits them one by one, in order,
- *     stopping at the first failure: another process's actions may fall between them.
+ *     stopping at the first failure: another process's actions may fall between them. The
+ *     failure's words name its element, "[k]", and speak of that element alone; from the second
+ *     on they say first that the ones before it are stored: "[2] (elements [0] to [1] were
+ *     stored before it): ...".
  *   - rdx_store_enqueue_action() and rdx_store_restore_version() are refused (RDX_EINVAL): the
  *     stream decides the order.
  *   - Durable whatever the role's settings: the append commits with synchronous_commit at

@@ -106,14 +106,22 @@ func dispatchBatchFromC(
                     return
                 }
                 // Every element checked, a forwarding store's library orders them one by one:
-                // each handed on in order, and applied before the next.
-                for action in actions {
-                    try action.withCParts { identifier, payload in
-                        Result { () throws(StoreError) in
-                            try forwarding.forward(
-                                handle, identifier: identifier, payload: payload, enqueue: false, source: source)
-                        }
-                    }.get()
+                // each handed on in order, and applied before the next. A failure after the
+                // first says that the elements before it were stored: its error is about its
+                // own element only.
+                for (index, action) in actions.enumerated() {
+                    do throws(StoreError) {
+                        try action.withCParts { identifier, payload in
+                            Result { () throws(StoreError) in
+                                try forwarding.forward(
+                                    handle, identifier: identifier, payload: payload, enqueue: false, source: source)
+                            }
+                        }.get()
+                    } catch {
+                        guard index > 0 else { throw error.prefixed("[0]") }
+                        let stored = index == 1 ? "element [0] was stored" : "elements [0] to [\(index - 1)] were stored"
+                        throw StoreError(error.kind, "[\(index)] (\(stored) before it): \(error.message)")
+                    }
                 }
             }
         }

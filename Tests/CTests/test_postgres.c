@@ -320,6 +320,38 @@ static void check_numbers(void)
     json_object_put(empty);
 }
 
+/* A batch whose third element PostgreSQL cannot store: the first two are committed, and the
+ * failure's words say so before they say why the third was not. */
+static void check_batch_failure(void)
+{
+    static const rdx_reducer keepers[] = {{keep_reduce, NULL, NULL}};
+    static const char stored_two[] = "[2] (elements [0] to [1] were stored before it): ";
+    json_object *empty = json_tokener_parse("{\"kept\":[]}");
+    char name[160];
+    rdx_status status = RDX_OK;
+    rdx_store *store;
+    snprintf(name, sizeof name, "%s-batch", stream);
+    store = rdx_store_open_stream(url, name, empty, keepers, 1, &status);
+    json_object_put(empty);
+    if (!CHECK(store != NULL)) return;
+    CHECK_STATUS(rdx_store_dispatch_batch_json(store,
+        "[{\"identifier\":\"keep\",\"payload\":{\"n\":1}},{\"identifier\":\"keep\",\"payload\":{\"n\":2}},"
+        "{\"identifier\":\"keep\",\"payload\":{\"n\":\"a\\u0000b\"}}]"), RDX_EINVAL);
+    CHECK_EQ_INT(rdx_store_version(store), 2);
+    if (!CHECK(strncmp(rdx_last_error(), stored_two, strlen(stored_two)) == 0)) {
+        fprintf(stderr, "    %s\n", rdx_last_error());
+    }
+    CHECK(strstr(rdx_last_error(), "U+0000") != NULL);
+    /* The first element refused: nothing of the batch is stored. */
+    CHECK_STATUS(rdx_store_dispatch_batch_json(store,
+        "[{\"identifier\":\"keep\",\"payload\":{\"n\":\"a\\u0000b\"}},{\"identifier\":\"keep\",\"payload\":{\"n\":3}}]"),
+        RDX_EINVAL);
+    CHECK_EQ_INT(rdx_store_version(store), 2);
+    CHECK(strncmp(rdx_last_error(), "[0]: ", 5) == 0);
+    CHECK(strstr(rdx_last_error(), "nothing was stored") != NULL);
+    rdx_store_release(store);
+}
+
 /* The options: their defaults, and a value out of range refused by the C field's name. */
 static void check_options(json_object *zero)
 {
@@ -729,6 +761,9 @@ int main(void)
 
     TEST("numbers reach every replica as written: json-c's int and double alike");
     check_numbers();
+
+    TEST("a batch that fails part-way says which of its elements were stored");
+    check_batch_failure();
 
     TEST("the last release closes the stream");
     rdx_store_release(store);
