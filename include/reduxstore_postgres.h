@@ -66,7 +66,7 @@ extern "C" {
  *                the stream (a reducer, listener or observer of this store: they run on the
  *                library's thread, one at a time, in the stream's order) — it would wait for
  *                itself — or from a child of the process that opened the stream (after fork():
- *                it would append under its parent's name; the child opens the stream anew);
+ *                it would append under its parent's name);
  *     RDX_EDECODE, RDX_ECORRUPT  the replica stopped (see below);
  *     and what rdx_store_dispatch_action() returns for bad input (nothing is then sent).
  *   An error never hides a commit: after a failure that answers a dispatch, rdx_last_error()
@@ -113,11 +113,19 @@ extern "C" {
  *     closes the connections. Do not release the last reference from one of the store's own
  *     callbacks.
  *
+ * fork(): a child made by fork() of a process that opened a stream has none of the threads the
+ * library waits on (only the calling thread is copied), so in it rdx_store_open_stream(),
+ * rdx_store_follow_stream() and rdx_store_stream_lag() are refused (RDX_EINVAL) rather than
+ * waiting forever, as a dispatch to an inherited store is; exec() first, or fork() before the
+ * first stream is opened. rdx_store_release() of an inherited store lets it go without a word
+ * to the server (the connections are the parent's).
+ *
  * Returns a NEW store with one reference, or NULL with *status (if status is not NULL) set and
  * rdx_last_error() saying why:
  *   RDX_EINVAL  a NULL argument, a connection string or stream name that is not acceptable (the
  *               name: 1 to 200 bytes of UTF-8; either string not UTF-8 is refused, never
- *               repaired), or a reducer list rdx_store_create() refuses;
+ *               repaired), a reducer list rdx_store_create() refuses (checked before anything
+ *               is sent), or a child made by fork() of a process that opened a stream (above);
  *   RDX_EIO     the server cannot be reached (a fault that may pass, such as a server starting up
  *               or restarting, is tried again for 30 s with back-off first), refuses the user or
  *               the password, fails a statement, or holds the library's tables in a newer format;

@@ -134,7 +134,7 @@ package actor Replicator {
         guard current != openedBy else { return nil }
         return ReplicationError(
             .invalidArgument, stream: stream.stream,
-            "this process (pid \(current)) is a child of the one that opened the stream (pid \(openedBy)): it never appends under its parent's name; open the stream anew in the child")
+            "this process (pid \(current)) is a child of the one that opened the stream (pid \(openedBy)): it never appends under its parent's name, and has none of its threads (open streams after exec())")
     }
 
     /// A random name for this process's rows: 128 bits, hex.

@@ -42,6 +42,14 @@ func openStream(
             throw CFailure(RDX_EINVAL, "connection is not UTF-8 text")
         }
         let (replication, schema) = try CStreamOptions.read(options, stream: streamName)
+        // The state and the reducers checked as rdx_store_create() checks them, before anything
+        // is sent: a refused list must not leave a stream made on the server.
+        var created = RDX_OK
+        guard let probe = rdx_store_create(initialState, reducers, reducerCount, &created) else {
+            throw CFailure.last(created)
+        }
+        rdx_store_release(probe)
+        try LibraryThreads.check(writes ? "rdx_store_open_stream" : "rdx_store_follow_stream")
         let target: PostgresStream
         do {
             target = try PostgresStream(connection: connectionText, stream: streamName, schema: schema)
@@ -61,6 +69,25 @@ func openStream(
         rdx_set_last_error(error.message)
         status?.pointee = error.status
         return nil
+    }
+}
+
+/// The process whose threads the library's waits need (Swift concurrency's pool, SwiftNIO's
+/// event loops), started by the first stream it opened. A child made by fork() has none of them
+/// (only the thread that called fork() is copied), and a wait for them would never end: such a
+/// child is refused instead.
+enum LibraryThreads {
+    private static let startedBy = Atomic<Int32>(0)
+
+    /// Notes this process as the one whose threads run, or refuses it (RDX_EINVAL) when it is a
+    /// child made by fork() of the process that started them. `call` names the C function.
+    static func check(_ call: String) throws(CFailure) {
+        let me = getpid()
+        let (first, startedBy) = startedBy.compareExchange(expected: 0, desired: me, ordering: .relaxed)
+        guard !first, startedBy != me else { return }
+        throw CFailure(
+            RDX_EINVAL,
+            "\(call): this process (pid \(me)) is a child made by fork() of a process (pid \(startedBy)) that opened a stream: the threads the library waits on are not in the child, so the call would never return; open streams in a child that called exec(), or fork() before the first stream is opened")
     }
 }
 
@@ -216,6 +243,8 @@ final class CStreamReplica: Sendable {
         guard let replicator = replicator.withLock({ $0 }) else {
             throw CFailure(RDX_EINVAL, "stream \"\(stream)\": the replicated store is not open yet")
         }
+        // A child after fork has none of the threads the wait below needs.
+        if let refusal = replicator.forked() { throw CFailure(refusal) }
         let result = blockingWait { () async -> CStreamLag in
             CStreamLag(lag: await replicator.lag, failure: await replicator.failure)
         }.get()

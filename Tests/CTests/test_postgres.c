@@ -650,7 +650,7 @@ int main(void)
     CHECK_STATUS(rdx_store_restore_version(store, 0), RDX_EINVAL);
     CHECK_EQ_INT(rdx_store_version(store), 0);
 
-    TEST("a child after fork never appends under its parent's name: refused, and the parent goes on");
+    TEST("a child after fork never appends under its parent's name, and cannot open a stream: refused, and the parent goes on");
     {
         /* The child's verdict comes through a pipe, not its exit status: under valgrind a child
          * that leaves without freeing its parent's threads' memory exits with valgrind's code. */
@@ -661,9 +661,21 @@ int main(void)
         fflush(NULL);
         child = fork();
         if (child == 0) {
+            /* Each answered at once (a wait for the parent's threads would never end): the alarm
+             * ends a child that hangs, whose verdict then never comes. */
             rdx_status refused = rdx_store_dispatch_json(store, "{\"identifier\":\"add\",\"payload\":{\"by\":1,\"tag\":\"child\"}}");
             char ok = refused == RDX_EINVAL && strstr(rdx_last_error(), "child") != NULL ? 'y' : 'n';
-            ssize_t written = write(verdict[1], &ok, 1);
+            double seconds = 0;
+            uint64_t versions = 0;
+            rdx_status opened = RDX_OK;
+            ssize_t written;
+            alarm(60);
+            if (rdx_store_stream_lag(store, &seconds, &versions) != RDX_EINVAL) ok = 'n';
+            if (rdx_store_open_stream(url, stream, zero, reducers, 1, &opened) != NULL || opened != RDX_EINVAL
+                || strstr(rdx_last_error(), "fork()") == NULL) {
+                ok = 'n';
+            }
+            written = write(verdict[1], &ok, 1);
             _exit(written == 1 ? 0 : 1);
         }
         close(verdict[1]);
