@@ -61,8 +61,9 @@ extern "C" {
  *     RDX_EIO    the server failed the append; or a fault that may pass (a lost connection, a
  *                full connection table, a server shutting down, a lock timeout) outlasted 30 s
  *                of retries with back-off;
- *     RDX_EINVAL an action PostgreSQL cannot store (U+0000 in its identifier, source or payload:
- *                nothing is sent), the store is being released, the dispatch came from the thread applying
+ *     RDX_EINVAL an action PostgreSQL cannot store (U+0000 in its source or in a string of its
+ *                payload: nothing is sent; an identifier with U+0000 is refused by every store,
+ *                RDX_EDECODE from JSON text), the store is being released, the dispatch came from the thread applying
  *                the stream (a reducer, listener or observer of this store: they run on the
  *                library's thread, one at a time, in the stream's order) — it would wait for
  *                itself — or from a child of the process that opened the stream (after fork():
@@ -154,8 +155,9 @@ RDX_API rdx_store *rdx_store_open_stream(const char *connection, const char *str
  * opened.
  */
 typedef struct rdx_stream_options {
-    /* Where the library keeps its tables, a PostgreSQL schema (created when missing). NULL:
-     * "reduxstore". Processes sharing a stream name the same schema. Borrowed for the call. */
+    /* Where the library keeps its tables, a PostgreSQL schema (created when missing; 1 to 63
+     * bytes, not beginning with "pg_"). NULL: "reduxstore". Processes sharing a stream name the
+     * same schema. Borrowed for the call. */
     const char *schema;
     /* A writer stores the state as a snapshot at every version that is a multiple of this (the
      * writer that committed that version stores it). 0: never by count. Default 1000. */
@@ -201,7 +203,8 @@ RDX_API void rdx_stream_options_init(rdx_stream_options *options);
 /*
  * rdx_store_open_stream() with `options` (borrowed for the call; NULL: the defaults, as
  * rdx_store_open_stream() has them). Returns and fails as rdx_store_open_stream() does, and with
- * RDX_EINVAL for an option out of range or a schema name PostgreSQL cannot take.
+ * RDX_EINVAL for an option out of range or a schema name PostgreSQL cannot take (empty, longer
+ * than 63 bytes, or beginning with "pg_", which PostgreSQL keeps for its own schemas).
  */
 RDX_API rdx_store *rdx_store_open_stream_with_options(const char *connection, const char *stream,
                                                       json_object *initial_state,

@@ -56,10 +56,12 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - connection: a libpq-style URL (`postgres://user@host:port/db`) or `key=value` string.
     ///   - stream: the stream's name: any text of 1 to 200 bytes.
-    ///   - schema: where the library keeps its tables: any identifier of 1 to 63 bytes.
+    ///   - schema: where the library keeps its tables: any identifier of 1 to 63 bytes that does
+    ///     not begin with `pg_` (PostgreSQL keeps those for its own schemas).
     /// - Throws: ``ReplicationError`` of kind ``ReplicationError/Kind/invalidArgument`` naming
     ///   what in `connection` it cannot read (which part, never its text: a malformed string may
-    ///   put a piece of the password anywhere), or an empty or too long `stream` or `schema`.
+    ///   put a piece of the password anywhere), or an empty or too long `stream` or `schema`, or a
+    ///   `schema` that begins with `pg_`.
     public init(connection: String, stream: String, schema: String = "reduxstore") throws(ReplicationError) {
         guard !stream.isEmpty, stream.utf8.count <= 200 else {
             throw ReplicationError(.invalidArgument, stream: stream, "the stream's name must be 1 to 200 bytes long")
@@ -67,6 +69,11 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw ReplicationError(
                 .invalidArgument, stream: stream, "the schema's name must be 1 to 63 bytes long, without NUL")
+        }
+        guard !schema.hasPrefix("pg_") else {
+            throw ReplicationError(
+                .invalidArgument, stream: stream,
+                "the schema's name must not begin with \"pg_\", which PostgreSQL keeps for its own schemas")
         }
         var settings: [String: String]
         do throws(ReplicationError) {

@@ -389,6 +389,10 @@ static void check_options(json_object *zero)
     options.schema = "no such\xff";
     CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
     CHECK_STATUS(status, RDX_EINVAL);
+    options.schema = "pg_mine";
+    CHECK(rdx_store_open_stream_with_options(url, stream, zero, reducers, 1, &options, &status) == NULL);
+    CHECK_STATUS(status, RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "pg_") != NULL);
     /* A standby is for followers; one that does not parse is refused by its C name. */
     rdx_stream_options_init(&options);
     options.standby = url;

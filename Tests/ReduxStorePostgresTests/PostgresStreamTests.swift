@@ -85,9 +85,20 @@ struct PostgresStreamTests {
         }
     }
 
-    @Test("names that are empty or too long are refused")
-    func names() {
+    @Test("names that are empty, too long or PostgreSQL's own are refused")
+    func names() throws {
         #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "") }
         #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "s", schema: "") }
+        #expect(throws: ReplicationError.self) {
+            try PostgresStream(connection: "host=h", stream: "s", schema: String(repeating: "s", count: 64))
+        }
+        for reserved in ["pg_catalog", "pg_mine"] {
+            let error = #expect(throws: ReplicationError.self) {
+                try PostgresStream(connection: "host=h", stream: "s", schema: reserved)
+            }
+            #expect(error?.kind == .invalidArgument)
+            #expect(error?.message.contains("pg_") == true)
+        }
+        _ = try PostgresStream(connection: "host=h", stream: "s", schema: "Pg_mine is fine")
     }
 }
