@@ -80,8 +80,10 @@ extern "C" {
  *                                the stream, like another process's action;
  *     "stored at version N"      committed at version N, and not applied here (the replica
  *                                stopped): every other replica applies it.
- *   - rdx_store_dispatch_batch_json() checks every element, then commits them one by one, in order,
- *     stopping at the first failure: another process's actions may fall between them. The
+ *   - rdx_store_dispatch_batch_json() checks every element as any store does (its text, its
+ *     shape, the limits), then commits them one by one, in order, stopping at the first failure
+ *     (what the stream refuses, such as U+0000 in a payload's string, is found element by
+ *     element): another process's actions may fall between them. The
  *     failure's words name its element, "[k]", and speak of that element alone; from the second
  *     on they say first that the ones before it are stored: "[2] (elements [0] to [1] were
  *     stored before it): ...".
