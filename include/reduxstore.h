@@ -202,10 +202,11 @@ RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *ident
  * Returns RDX_OK; RDX_EINVAL for a NULL store or text; RDX_EPARSE for text that does not parse
  * (or is not UTF-8, or escapes half a surrogate pair, "\ud800", which json-c alone would make
  * U+FFFD; or writes a number outside JSON's grammar, 1. or -.5 or 01, which json-c alone reads;
- * or an object key holding U+0000, which json-c would cut short); RDX_EDECODE for JSON of another shape (not an object, no string
- * "identifier", another key) or a payload that does not decode; RDX_ELIMIT for text longer than
- * RDX_MAX_JSON_TEXT_SIZE, nested deeper than RDX_MAX_NESTING_DEPTH, an identifier past its
- * limit, or a dispatch past RDX_MAX_MIDDLEWARE_DEPTH; RDX_ENOMEM.
+ * or an object key holding U+0000, which json-c would cut short); RDX_EDECODE for JSON of
+ * another shape (not an object, no string "identifier", another key) or a payload that does not
+ * decode; RDX_ELIMIT for text longer than RDX_MAX_JSON_TEXT_SIZE, nested deeper than
+ * RDX_MAX_NESTING_DEPTH, an identifier past its limit, or a dispatch past
+ * RDX_MAX_MIDDLEWARE_DEPTH; RDX_ENOMEM.
  * Numbers: an integer past 64 bits (which json_tokener_parse() would clamp to INT64_MAX or
  * INT64_MIN) reaches reducers as a double node that keeps every digit, printed with ".0" after
  * them; a Swift store's typed action reads it exactly into an Int128, UInt128 or Decimal field,

@@ -63,11 +63,11 @@ extern "C" {
  *                of retries with back-off;
  *     RDX_EINVAL an action PostgreSQL cannot store (U+0000 in its source or in a string of its
  *                payload: nothing is sent; an identifier with U+0000 is refused by every store,
- *                RDX_EDECODE from JSON text), the store is being released, the dispatch came from the thread applying
- *                the stream (a reducer, listener or observer of this store: they run on the
- *                library's thread, one at a time, in the stream's order) — it would wait for
- *                itself — or from a child of the process that opened the stream (after fork():
- *                it would append under its parent's name);
+ *                RDX_EDECODE from JSON text), the store is being released, the dispatch came
+ *                from the thread applying the stream (a reducer, listener or observer of this
+ *                store: they run on the library's thread, one at a time, in the stream's
+ *                order) — it would wait for itself — or from a child of the process that
+ *                opened the stream (after fork(): it would append under its parent's name);
  *     RDX_EDECODE, RDX_ECORRUPT  the replica stopped (see below);
  *     and what rdx_store_dispatch_action() returns for bad input (nothing is then sent).
  *   An error never hides a commit: after a failure that answers a dispatch, rdx_last_error()
