@@ -55,7 +55,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - connection: a libpq-style URL (`postgres://user@host:port/db`) or `key=value` string.
-    ///   - stream: the stream's name: any text of 1 to 200 bytes.
+    ///   - stream: the stream's name: any text of 1 to 200 bytes without U+0000.
     ///   - schema: where the library keeps its tables: any identifier of 1 to 63 bytes that does
     ///     not begin with `pg_` (PostgreSQL keeps those for its own schemas).
     /// - Throws: ``ReplicationError`` of kind ``ReplicationError/Kind/invalidArgument`` naming
@@ -63,8 +63,11 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     ///   put a piece of the password anywhere), or an empty or too long `stream` or `schema`, or a
     ///   `schema` that begins with `pg_`.
     public init(connection: String, stream: String, schema: String = "reduxstore") throws(ReplicationError) {
-        guard !stream.isEmpty, stream.utf8.count <= 200 else {
-            throw ReplicationError(.invalidArgument, stream: stream, "the stream's name must be 1 to 200 bytes long")
+        guard !stream.isEmpty, stream.utf8.count <= 200, !stream.utf8.contains(0) else {
+            // Not named in the error: a NUL would cut the text short wherever it is printed.
+            throw ReplicationError(
+                .invalidArgument, stream: stream.utf8.contains(0) ? "" : stream,
+                "the stream's name must be 1 to 200 bytes long, without NUL (which PostgreSQL's text cannot hold)")
         }
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw ReplicationError(

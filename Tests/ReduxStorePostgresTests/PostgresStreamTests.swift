@@ -88,6 +88,9 @@ struct PostgresStreamTests {
     @Test("names that are empty, too long or PostgreSQL's own are refused")
     func names() throws {
         #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "") }
+        let nul = #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "a\u{0}b") }
+        #expect(nul?.kind == .invalidArgument)
+        #expect(nul?.description.utf8.contains(0) == false)
         #expect(throws: ReplicationError.self) { try PostgresStream(connection: "host=h", stream: "s", schema: "") }
         #expect(throws: ReplicationError.self) {
             try PostgresStream(connection: "host=h", stream: "s", schema: String(repeating: "s", count: 64))
