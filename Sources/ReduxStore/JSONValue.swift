@@ -5,7 +5,12 @@ import Glibc
 /// A JSON value in Swift: the payload of a ``JSONAction``.
 ///
 /// Integers stay integers (`int` for those that fit `Int64`, `uint` above), so a payload that
-/// came from C as `42` is decoded as `42`, never as `42.0`. Objects keep no key order.
+/// came from C as `42` is decoded as `42`, never as `42.0`; and doubles stay doubles: read by
+/// this library's coders (from json-c, from a snapshot), a number written with a fraction or an
+/// exponent — a json-c double, a Swift `Double` or `Float` — is a `double` even when whole
+/// (`1.0`, `-0.0`, `1e16`), so a value keeps its kinds through `currentState()`, `save`, the
+/// journal and replication. Through another decoder (Foundation's `JSONDecoder`), which does not
+/// say which kind it read, a whole number is an `int`. Objects keep no key order.
 ///
 /// Strings and object keys are sequences of Unicode code points, as JSON defines them: two
 /// values are equal only when their strings have the same code points. `.string("\u{E9}")` (é)
@@ -203,6 +208,15 @@ extension JSONValue: ExpressibleByBooleanLiteral,
 
 extension JSONValue: Codable {
     public init(from decoder: any Decoder) throws {
+        // This library's decoders know each number's kind: read straight from their trees.
+        if let tape = decoder as? TapeDecoder {
+            self = tape.session.pointee.jsonValue(at: tape.node)
+            return
+        }
+        if let jsonC = decoder as? JSONCDecoderImpl {
+            self = try jsonC.readJSONValueHere()
+            return
+        }
         // Objects and arrays first: asking a scalar container of them would fail anyway. Only a
         // mismatch (or a null) means "not this kind"; any other error (a limit, say) is the
         // answer.

@@ -371,61 +371,9 @@ struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
             throw StoreError(.outOfMemory, rdx_last_error().map { String(cString: $0) } ?? "no state")
         }
         defer { json_object_put(state) }
-        return try Self.value(keepingKindsOf: state, depth: 0).description
-    }
-
-    /// The JSON value of a json-c tree with each number's kind as json-c holds it: an int stays
-    /// an integer, a double a `double` even when whole (`1.0` stays `1.0`, `-0.0` keeps its
-    /// sign), so that the snapshot's text parses back to the same kinds in a new process.
-    /// Refuses what JSON text cannot hold: a non-finite number, a tree nested past the limit.
-    private static func value(keepingKindsOf node: OpaquePointer?, depth: Int) throws(StoreError) -> JSONValue {
-        guard let node else { return .null }
-        switch json_object_get_type(node) {
-        case json_type_boolean: return .bool(json_object_get_boolean(node) != 0)
-        case json_type_int:
-            let signed = json_object_get_int64(node)
-            if signed >= 0, case let unsigned = json_object_get_uint64(node), unsigned > UInt64(Int64.max) {
-                return .uint(unsigned)
-            }
-            return .int(signed)
-        case json_type_double:
-            let double = json_object_get_double(node)
-            guard double.isFinite else {
-                throw StoreError(.encode, "the state holds \(double), which JSON cannot hold")
-            }
-            return .double(double)
-        case json_type_string:
-            let bytes = UnsafeRawBufferPointer(
-                start: json_object_get_string(node), count: Int(json_object_get_string_len(node)))
-            guard let string = String(validating: bytes, as: UTF8.self) else {
-                throw StoreError(.decode, "the state holds a string that is not UTF-8")
-            }
-            return .string(string)
-        case json_type_array, json_type_object:
-            guard depth < StoreLimits.maximumNestingDepth else {
-                throw StoreError(.limit, "the state nests deeper than \(StoreLimits.maximumNestingDepth) levels")
-            }
-            if json_object_get_type(node) == json_type_array {
-                var elements: [JSONValue] = []
-                let count = json_object_array_length(node)
-                elements.reserveCapacity(count)
-                for index in 0..<count {
-                    elements.append(try value(keepingKindsOf: json_object_array_get_idx(node, index), depth: depth + 1))
-                }
-                return .array(elements)
-            }
-            var members: [JSONKey: JSONValue] = [:]
-            var iterator = json_object_iter_begin(node)
-            var end = json_object_iter_end(node)
-            while json_object_iter_equal(&iterator, &end) == 0 {
-                let key = JSONKey(String(cString: json_object_iter_peek_name(&iterator)))
-                members[key] = try value(keepingKindsOf: json_object_iter_peek_value(&iterator), depth: depth + 1)
-                json_object_iter_next(&iterator)
-            }
-            return .object(members)
-        default:
-            return .null
-        }
+        // Each number of the kind json-c holds (JSONCDecoder keeps a double a double), so
+        // that a process starting from the snapshot holds the kinds this one holds.
+        return try JSONCDecoder().decode(JSONValue.self, from: state).description
     }
 }
 

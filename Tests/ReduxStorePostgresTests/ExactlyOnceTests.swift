@@ -124,6 +124,41 @@ struct ExactlyOnceTests {
         await writer.close()
     }
 
+    /// Appends half of each action's number as a double (whole for even numbers), then how many
+    /// doubles the state holds: a reducer whose result depends on the kinds of what it made before.
+    static let halves: Reducer<[JSONValue]> = { state, action in
+        guard let action = action as? JSONAction, case .int(let n)? = action.payload else { return }
+        state.append(.double(Double(n) / 2))
+        let doubles = state.reduce(0) { count, value in
+            if case .double = value { count + 1 } else { count }
+        }
+        state.append(.int(Int64(doubles)))
+    }
+
+    @Test("whole doubles a reducer makes: a process started from a snapshot holds the same kinds, and nobody diverges")
+    func wholeDoublesThroughASnapshot() async throws {
+        let stream = try TestServer.stream("halves")
+        var options = ReplicationOptions()
+        options.snapshotEvery = 5
+        options.snapshotsKept = 1
+        options.trimsActions = true
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [Self.halves], initialState: [], actions: ActionTypes(), options: options)
+        for n in 1...10 { try await writer.dispatch(JSONAction(identifier: "half", payload: .int(Int64(n)))) }
+        // Actions 1 to 9 are trimmed: the new process can only start from the snapshot at 10.
+        let late = try await ReplicatedStore.open(
+            stream, reducers: [Self.halves], initialState: [], actions: ActionTypes(), options: options)
+        #expect(late.store.currentState()[2] == .double(1))
+        for n in 11...15 { try await late.dispatch(JSONAction(identifier: "half", payload: .int(Int64(n)))) }
+        try await writer.catchUp()
+        #expect(await writer.failure == nil, "a kind lost through the snapshot made the replicas diverge")
+        #expect(await late.failure == nil)
+        #expect(late.store.currentState() == writer.store.currentState())
+        #expect(writer.store.currentState().last == .int(15))
+        await late.close()
+        await writer.close()
+    }
+
     /// An action whose decoding refuses what its encoding writes.
     struct OneWay: Action, Codable {
         var value: Int

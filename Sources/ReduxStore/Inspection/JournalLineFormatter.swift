@@ -280,7 +280,7 @@ struct JournalLineFormatter: ~Copyable {
         case .uint(let number): appendInteger(number)
         case .double(let number):
             guard number.isFinite else { return false }
-            appendText(number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) + ".0" : "\(number)")
+            appendDouble(number)
         case .string(let text): appendString(text)
         case .array(let elements):
             guard depth <= StoreLimits.maximumNestingDepth else {
@@ -338,7 +338,7 @@ struct JournalLineFormatter: ~Copyable {
         case .double:
             let number = Double(bitPattern: slot.payload)
             guard number.isFinite else { return false }
-            appendText(number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) + ".0" : "\(number)")
+            appendDouble(number)
         case .float:
             let number = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
             guard number.isFinite else { return false }
@@ -390,6 +390,16 @@ struct JournalLineFormatter: ~Copyable {
             return
         }
         bytes.append(lastIdentifierText.contents)
+    }
+
+    /// A finite double as JSON text that reads back as a double of the same value and sign:
+    /// `2.0`, `-0.0`, `0.1`, `1e+16`.
+    private mutating func appendDouble(_ number: Double) {
+        if number == number.rounded() && number.magnitude < 1e15 {
+            appendText((number.sign == .minus ? "-" : "") + String(Int64(number.magnitude)) + ".0")
+        } else {
+            appendText("\(number)")
+        }
     }
 
     private mutating func appendText(_ text: String) {

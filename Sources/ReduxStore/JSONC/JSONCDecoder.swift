@@ -18,6 +18,8 @@ import FoundationEssentials
 /// - `Double` and `Float` from any number (a `Float` out of range is an error); non-finite
 ///   values per ``nonConformingFloatDecodingStrategy``;
 /// - `Date` and `Data` per their strategies, `URL` from a string, `Decimal` from a number;
+/// - ``JSONValue`` with each number of json-c's kind: an int node an integer, a double node a
+///   `double` even when whole;
 /// - dictionaries with `String` keys, and with `Int` keys from object keys like `"1"`;
 /// - `superDecoder()` reads the key `"super"` (missing reads as `null`), or in an unkeyed
 ///   container the next element.
@@ -240,8 +242,74 @@ final class JSONCDecoderImpl: Decoder {
             return try readDecimal(node) as! T
         } else if let treeType = T.self as? any JSONCTreeRepresentable.Type {
             return try treeType.init(jsonCObject: node) as! T
+        } else if T.self == JSONValue.self {
+            return try readJSONValueHere() as! T
         }
         return try T(from: self)
+    }
+
+    /// The ``JSONValue`` of ``current`` (``readJSONValue(_:path:)``).
+    func readJSONValueHere() throws -> JSONValue {
+        var path = codingPath
+        return try readJSONValue(current, path: &path)
+    }
+
+    /// A ``JSONValue`` read straight from `node` (at `path`), each number of the kind json-c
+    /// holds: an int node an integer (`uint` past `Int64.max`), a double node a `double` even
+    /// when whole (`1.0`, `-0.0`, `1e16`), so that a value keeps its kinds through json-c as it
+    /// does through the snapshot coder. (`JSONValue.init(from:)`, which other decoders reach,
+    /// cannot tell: it reads a whole number as an integer.) Containers past the nesting limit,
+    /// strings and keys that are not UTF-8 and non-finite numbers are refused as elsewhere.
+    private func readJSONValue(_ node: OpaquePointer?, path: inout [any CodingKey]) throws -> JSONValue {
+        guard let node else { return .null }
+        switch json_object_get_type(node) {
+        case json_type_boolean:
+            return .bool(json_object_get_boolean(node) != 0)
+        case json_type_int:
+            let signed = json_object_get_int64(node)
+            if signed >= 0, case let unsigned = json_object_get_uint64(node), unsigned > UInt64(Int64.max) {
+                return .uint(unsigned)
+            }
+            return .int(signed)
+        case json_type_double:
+            let current = path
+            return .double(try JSONC.readDouble(node, as: Double.self, options.nonConformingFloatDecodingStrategy) {
+                current
+            })
+        case json_type_string:
+            let current = path
+            return .string(try JSONC.stringValue(of: node) { current })
+        case json_type_array:
+            _ = try containerNode(node, object: false, path: path, depth: path.count)
+            let count = json_object_array_length(node)
+            var elements: [JSONValue] = []
+            elements.reserveCapacity(count)
+            for index in 0..<count {
+                path.append(IndexKey(index))
+                defer { path.removeLast() }
+                elements.append(try readJSONValue(json_object_array_get_idx(node, index), path: &path))
+            }
+            return .array(elements)
+        default:
+            _ = try containerNode(node, object: true, path: path, depth: path.count)
+            var members: [JSONKey: JSONValue] = [:]
+            members.reserveCapacity(Int(json_object_object_length(node)))
+            var iterator = json_object_iter_begin(node)
+            var end = json_object_iter_end(node)
+            while json_object_iter_equal(&iterator, &end) == 0 {
+                defer { json_object_iter_next(&iterator) }
+                guard let name = json_object_iter_peek_name(&iterator) else { continue }
+                guard let key = String(validatingCString: name) else {
+                    throw DecodingError.dataCorrupted(.init(
+                        codingPath: path + [AnyCodingKey(stringValue: String(cString: name))],
+                        debugDescription: "key is not valid UTF-8"))
+                }
+                path.append(AnyCodingKey(stringValue: key))
+                defer { path.removeLast() }
+                members[JSONKey(key)] = try readJSONValue(json_object_iter_peek_value(&iterator), path: &path)
+            }
+            return .object(members)
+        }
     }
 
     /// A Decimal from a number: integers exactly, doubles through their shortest text (so the

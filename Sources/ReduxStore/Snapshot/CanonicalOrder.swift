@@ -53,9 +53,9 @@ extension JSONValue {
     /// order: a `Set`'s elements, and the entries of a `Dictionary` whose keys are neither
     /// strings nor integers, sorted by their canonical JSON text. Equal values give equal JSON
     /// values, and so the same ``description``, in every process, whatever its hash seed. A
-    /// number keeps its kind: a `Double` or `Float` is a `double` even when whole (`1.0`), as
-    /// json-c keeps a C program's doubles, so that a process reading the text back has the kind
-    /// every other process has.
+    /// number keeps its kind (``TapeBuffer/jsonValue(at:)``): a `Double` or `Float` is a
+    /// `double` even when whole (`1.0`), as json-c keeps a C program's doubles, so that a
+    /// process reading the text back has the kind every other process has.
     ///
     /// Costs more than ``init(encoding:)`` for each unordered collection (each element is encoded
     /// on its own first); the same for everything else.
@@ -67,6 +67,6 @@ extension JSONValue {
         guard tape.buffer.pointee.slotCount > 0 else {
             throw StoreError(.encode, "the value encoded nothing")
         }
-        self = withExtendedLifetime(tape) { tape.buffer.pointee.jsonValue(at: 0, keepingNumberKinds: true) }
+        self = withExtendedLifetime(tape) { tape.buffer.pointee.jsonValue(at: 0) }
     }
 }

@@ -98,12 +98,12 @@ struct DecodeSession {
         return value
     }
 
-    /// The ``JSONValue`` of the slot `node`, read straight off the tape: what
-    /// `JSONValue.init(from:)` makes through the decoder, without its trial decodes (each one
-    /// that failed built an error with a coding path, found by walking the tape: quadratic in
-    /// the size of a large state). See ``TapeBuffer/jsonValue(at:keepingNumberKinds:)``.
+    /// The ``JSONValue`` of the slot `node`, read straight off the tape
+    /// (``TapeBuffer/jsonValue(at:)``): its numbers keep their kinds, and no trial decodes (each
+    /// one that failed built an error with a coding path, found by walking the tape: quadratic
+    /// in the size of a large state).
     func jsonValue(at node: UInt32) -> JSONValue {
-        buffer.pointee.jsonValue(at: node, keepingNumberKinds: false)
+        buffer.pointee.jsonValue(at: node)
     }
 
     private static func decodeArray<A: SnapshotArrayDecodable>(
@@ -386,30 +386,22 @@ extension Array: SnapshotArrayDecodable where Element: Decodable {
 }
 
 extension TapeBuffer {
-    /// The ``JSONValue`` of the slot `node`.
-    ///
-    /// As `JSONValue.init(from:)` reads one, a number is an `int` when it is a whole number that
-    /// fits `Int64`, else a `uint` when it fits `UInt64`, else a `double` (a `Float` read through
-    /// its shortest decimal text, as a JSON round trip reads it). `keepingNumberKinds`: a number
-    /// encoded as a `Double` or a `Float` stays a `double`, whole or not (`1.0` stays `1.0`), as
-    /// json-c keeps a double (the canonical text of replication's snapshots). An object's
-    /// duplicate keys keep the last value.
-    func jsonValue(at node: UInt32, keepingNumberKinds: Bool) -> JSONValue {
+    /// The ``JSONValue`` of the slot `node`, each number of the kind it was encoded as: an
+    /// integer stays an integer (`int`, or `uint` past `Int64.max`), a `Double` or `Float` a
+    /// `double` even when whole (`1.0` stays `1.0`, `-0.0` keeps its sign; a `Float` through its
+    /// shortest decimal text, as a JSON round trip reads it), as json-c keeps a double.
+    /// (`JSONValue.init(from:)`, which other decoders reach, cannot tell: it reads a whole number
+    /// as an integer.) An object's duplicate keys keep the last value.
+    func jsonValue(at node: UInt32) -> JSONValue {
         let slot = slots[Int(node)]
         switch slot.tag {
         case .null: return .null
         case .bool: return .bool(slot.payload != 0)
         case .int: return .int(Int64(bitPattern: slot.payload))
-        case .uint: return Self.number(whole: slot.payload)
-        case .double:
-            let double = Double(bitPattern: slot.payload)
-            return keepingNumberKinds ? .double(double) : Self.number(double)
+        case .uint: return slot.payload <= UInt64(Int64.max) ? .int(Int64(slot.payload)) : .uint(slot.payload)
+        case .double: return .double(Double(bitPattern: slot.payload))
         case .float:
             let float = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
-            if !keepingNumberKinds {
-                if let whole = Int64(exactly: float) { return .int(whole) }
-                if let whole = UInt64(exactly: float) { return .uint(whole) }
-            }
             guard float.isFinite, let double = Double(float.description) else { return .double(Double(float)) }
             return .double(double)
         case .bigint:
@@ -423,7 +415,7 @@ extension TapeBuffer {
             elements.reserveCapacity(slot.count)
             var child = slot.first
             while child != 0 {
-                elements.append(jsonValue(at: child, keepingNumberKinds: keepingNumberKinds))
+                elements.append(jsonValue(at: child))
                 child = slots[Int(child)].next
             }
             return .array(elements)
@@ -432,21 +424,10 @@ extension TapeBuffer {
             if slot.tag == .object { members.reserveCapacity(slot.count) }
             var child = slot.tag == .object ? slot.first : 0
             while child != 0 {
-                members[JSONKey(strings[Int(slots[Int(child)].key)])] =
-                    jsonValue(at: child, keepingNumberKinds: keepingNumberKinds)
+                members[JSONKey(strings[Int(slots[Int(child)].key)])] = jsonValue(at: child)
                 child = slots[Int(child)].next
             }
             return .object(members)
         }
-    }
-
-    private static func number(whole: UInt64) -> JSONValue {
-        whole <= UInt64(Int64.max) ? .int(Int64(whole)) : .uint(whole)
-    }
-
-    private static func number(_ value: Double) -> JSONValue {
-        if let whole = Int64(exactly: value) { return .int(whole) }
-        if let whole = UInt64(exactly: value) { return .uint(whole) }
-        return .double(value)
     }
 }

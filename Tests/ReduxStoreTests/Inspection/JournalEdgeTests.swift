@@ -108,18 +108,18 @@ struct JournalEdgeTests {
         let text = try #require(readText(path))
         let lines = text.split(separator: "\n").map(String.init)
         try #require(lines.count == 4)
-        #expect(lines[0].contains(#""patch":[{"op":"replace","path":"/reading","value":1}]"#))
+        #expect(lines[0].contains(#""patch":[{"op":"replace","path":"/reading","value":1.0}]"#))
         #expect(lines[1].hasSuffix(
             #""patchError":"the patch holds a number JSON cannot hold (NaN or an infinity) at \"/reading\""}"#))
         #expect(!lines[1].contains(#""patch":"#))
         // The state before version 3 is known (NaN and all): its patch is whole.
-        #expect(lines[2].contains(#""patch":[{"op":"replace","path":"/reading","value":2}]"#))
-        #expect(lines[3].contains(#""patch":[{"op":"replace","path":"/reading","value":3}]"#))
+        #expect(lines[2].contains(#""patch":[{"op":"replace","path":"/reading","value":2.0}]"#))
+        #expect(lines[3].contains(#""patch":[{"op":"replace","path":"/reading","value":3.0}]"#))
 
         let basePath = temporaryFolder() + "/base.json"
         try #"{"reading":0.0,"notes":[]}"#.write(toFile: basePath, atomically: true, encoding: .utf8)
         let base = try JSONDocument(contentsOf: basePath)
-        #expect(try Inspector.state(at: 1, from: base, journal: path) == ["reading": 1, "notes": []])
+        #expect(try Inspector.state(at: 1, from: base, journal: path) == ["reading": 1.0, "notes": []])
         let rebuild = #expect(throws: StoreError.self) { try Inspector.state(at: 4, from: base, journal: path) }
         #expect(rebuild?.message == #"journal.jsonl:2: the patch of version 2 was not recorded: the patch holds a number JSON cannot hold (NaN or an infinity) at "/reading""#)
     }
