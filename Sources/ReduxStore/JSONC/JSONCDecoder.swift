@@ -242,13 +242,12 @@ final class JSONCDecoderImpl: Decoder {
             return try readDecimal(node) as! T
         } else if let treeType = T.self as? any JSONCTreeRepresentable.Type {
             return try treeType.init(jsonCObject: node) as! T
-        } else if T.self == JSONValue.self {
-            return try readJSONValueHere() as! T
         }
         return try T(from: self)
     }
 
-    /// The ``JSONValue`` of ``current`` (``readJSONValue(_:path:)``).
+    /// The ``JSONValue`` of ``current`` (``readJSONValue(_:path:)``): what `JSONValue.init(from:)`
+    /// reads from this decoder.
     func readJSONValueHere() throws -> JSONValue {
         var path = codingPath
         return try readJSONValue(current, path: &path)
