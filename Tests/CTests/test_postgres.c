@@ -241,11 +241,11 @@ static int same_number(json_object *x, json_object *y)
     return json_object_get_int64(x) == json_object_get_int64(y);
 }
 
-/* Dispatches {"n": text} for each text to a new stream whose writer stores a snapshot after the
- * last one and trims the actions before it. A follower that applied the actions holds the same
- * json-c kinds and texts as the writer; a process opened afterwards, which can only start from
- * the snapshot, holds the same kinds and values (the snapshot's text writes a double as a double:
- * 1.0 stays 1.0, -0.0 keeps its sign). */
+/* Dispatches {"n": text} for each text to a new stream. A follower that applied them holds the
+ * same json-c kinds and texts as the writer. Then one more action, after which the writer stores a
+ * snapshot and trims the actions before it: a process opened afterwards, which can only start
+ * from the snapshot, holds the same kinds and values (the snapshot's text writes a double as a
+ * double: 1.0 stays 1.0, -0.0 keeps its sign). */
 static void check_numbers(void)
 {
     static const rdx_reducer keepers[] = {{keep_reduce, NULL, NULL}};
@@ -253,6 +253,7 @@ static void check_numbers(void)
                                           "18446744073709551615", "123456789012345678901234"};
     const size_t count = sizeof numbers / sizeof numbers[0];
     json_object *empty = json_tokener_parse("{\"kept\":[]}");
+    json_object *followed = NULL;
     char name[160], action[128];
     rdx_stream_options options;
     rdx_status status = RDX_OK;
@@ -261,7 +262,7 @@ static void check_numbers(void)
     int waited;
     snprintf(name, sizeof name, "%s-numbers", stream);
     rdx_stream_options_init(&options);
-    options.snapshot_every = (int64_t)count;
+    options.snapshot_every = (int64_t)count + 1;
     options.snapshots_kept = 1;
     options.trims_actions = 1;
     writer_store = rdx_store_open_stream_with_options(url, name, empty, keepers, 1, &options, &status);
@@ -276,23 +277,28 @@ static void check_numbers(void)
         snprintf(action, sizeof action, "{\"identifier\":\"keep\",\"payload\":{\"n\":%s}}", numbers[i]);
         CHECK_STATUS(rdx_store_dispatch_json(writer_store, action), RDX_OK);
     }
-    for (waited = 0; follower != NULL && rdx_store_version(follower) < count && waited < 2000; waited++) {
+    /* Nothing is trimmed yet: the follower reaches every version. */
+    for (waited = 0; follower != NULL && rdx_store_version(follower) < count && waited < 3000; waited++) {
         struct timespec pause = {0, 10000000};
         nanosleep(&pause, NULL);
     }
+    if (follower != NULL) {
+        CHECK_EQ_INT(rdx_store_version(follower), count);
+        followed = rdx_store_current_state(follower);
+        rdx_store_release(follower);
+    }
+    CHECK_STATUS(rdx_store_dispatch_json(writer_store, "{\"identifier\":\"keep\",\"payload\":{\"n\":0}}"), RDX_OK);
     reader = rdx_store_open_stream(url, name, empty, keepers, 1, &status);
     CHECK_STATUS(status, RDX_OK);
-    if (reader != NULL && follower != NULL) {
-        json_object *mine = rdx_store_current_state(writer_store), *followed = rdx_store_current_state(follower);
-        json_object *theirs = rdx_store_current_state(reader);
+    if (reader != NULL && followed != NULL) {
+        json_object *mine = rdx_store_current_state(writer_store), *theirs = rdx_store_current_state(reader);
         json_object *a = NULL, *b = NULL, *c = NULL;
         json_object_object_get_ex(mine, "kept", &a);
         json_object_object_get_ex(followed, "kept", &b);
         json_object_object_get_ex(theirs, "kept", &c);
-        CHECK_EQ_INT(rdx_store_version(follower), count);
-        CHECK_EQ_INT(json_object_array_length(a), count);
+        CHECK_EQ_INT(json_object_array_length(a), count + 1);
         CHECK_EQ_INT(json_object_array_length(b), count);
-        CHECK_EQ_INT(json_object_array_length(c), count);
+        CHECK_EQ_INT(json_object_array_length(c), count + 1);
         for (i = 0; i < count && i < json_object_array_length(a) && i < json_object_array_length(b)
                     && i < json_object_array_length(c); i++) {
             json_object *x = json_object_array_get_idx(a, i), *y = json_object_array_get_idx(b, i);
@@ -311,11 +317,10 @@ static void check_numbers(void)
         CHECK(json_object_get_type(json_object_array_get_idx(c, 0)) == json_type_double);
         CHECK(json_object_get_type(json_object_array_get_idx(c, 6)) == json_type_double);
         json_object_put(mine);
-        json_object_put(followed);
         json_object_put(theirs);
     }
+    json_object_put(followed);
     if (reader != NULL) rdx_store_release(reader);
-    if (follower != NULL) rdx_store_release(follower);
     rdx_store_release(writer_store);
     json_object_put(empty);
 }
