@@ -332,18 +332,18 @@ struct JournalLineFormatter: ~Copyable {
         case .pending: append("{}")
         case .null: append("null")
         case .bool: append(slot.payload != 0 ? "true" : "false")
-        case .int: append(Int64(bitPattern: slot.payload))
+        case .int: append(slot.int64)
         case .uint: appendInteger(slot.payload)
-        case .bigint: appendText(tape.strings[Int(slot.payload)])
+        case .bigint: appendText(tape.strings[slot.stringIndex])
         case .double:
-            let number = Double(bitPattern: slot.payload)
+            let number = slot.double
             guard number.isFinite else { return false }
             appendDouble(number)
         case .float:
-            let number = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
+            let number = slot.float
             guard number.isFinite else { return false }
             appendText(number.description)
-        case .string: appendString(tape.strings[Int(slot.payload)])
+        case .string: appendString(tape.strings[slot.stringIndex])
         default:
             let isObject = slot.tag == .object
             bytes.append(isObject ? 0x7B : 0x5B)

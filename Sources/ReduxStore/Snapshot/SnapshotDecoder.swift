@@ -148,7 +148,7 @@ struct DecodeSession {
     func string(_ node: UInt32) throws -> String {
         let slot = slots[Int(node)]
         guard slot.tag == .string else { throw mismatch(String.self, node) }
-        return strings[Int(truncatingIfNeeded: slot.payload)]
+        return strings[slot.stringIndex]
     }
 
     @inline(__always)
@@ -164,7 +164,7 @@ struct DecodeSession {
         let slot = slots[Int(node)]
         let result: I?
         switch slot.tag {
-        case .int: result = I(exactly: Int64(bitPattern: slot.payload))
+        case .int: result = I(exactly: slot.int64)
         case .uint: result = I(exactly: slot.payload)
         default: return try otherInteger(I.self, node)
         }
@@ -176,9 +176,9 @@ struct DecodeSession {
         let slot = slots[Int(node)]
         let result: I?
         switch slot.tag {
-        case .double: result = I(exactly: Double(bitPattern: slot.payload))
-        case .float: result = I(exactly: Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload)))
-        case .bigint: result = I(strings[Int(truncatingIfNeeded: slot.payload)])
+        case .double: result = I(exactly: slot.double)
+        case .float: result = I(exactly: slot.float)
+        case .bigint: result = I(strings[slot.stringIndex])
         default: throw mismatch(I.self, node)
         }
         guard let result else { throw doesNotFit(I.self, node) }
@@ -189,17 +189,12 @@ struct DecodeSession {
     func double(_ node: UInt32) throws -> Double {
         let slot = slots[Int(node)]
         switch slot.tag {
-        case .double: return Double(bitPattern: slot.payload)
-        case .float:
-            // As a JSON round trip reads it: the Float's shortest decimal text, read as a Double
-            // (a Float 0.1 read as Double is 0.1, not 0.10000000149011612).
-            let float = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
-            guard float.isFinite, let double = Double(float.description) else { return Double(float) }
-            return double
-        case .int: return Double(Int64(bitPattern: slot.payload))
+        case .double: return slot.double
+        case .float: return slot.floatAsDouble
+        case .int: return Double(slot.int64)
         case .uint: return Double(slot.payload)
         case .bigint:
-            if let value = Double(strings[Int(truncatingIfNeeded: slot.payload)]) { return value }
+            if let value = Double(strings[slot.stringIndex]) { return value }
             throw doesNotFit(Double.self, node)
         default: throw mismatch(Double.self, node)
         }
@@ -211,7 +206,7 @@ struct DecodeSession {
     @inline(__always)
     func float(_ node: UInt32) throws -> Float {
         let slot = slots[Int(node)]
-        if slot.tag == .float { return Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload)) }
+        if slot.tag == .float { return slot.float }
         return try floatFromOtherNumber(node)
     }
 
@@ -221,9 +216,9 @@ struct DecodeSession {
         if !value.isFinite || value == 0 { return Float(value) }
         let text: String
         switch slot.tag {
-        case .int: text = String(Int64(bitPattern: slot.payload))
+        case .int: text = String(slot.int64)
         case .uint: text = String(slot.payload)
-        case .bigint: text = strings[Int(truncatingIfNeeded: slot.payload)]
+        case .bigint: text = strings[slot.stringIndex]
         default: text = value.description
         }
         guard let float = Float(text), float.isFinite, float != 0 else { throw doesNotFit(Float.self, node) }
@@ -317,18 +312,16 @@ struct DecodeSession {
         let slot = slots[Int(node)]
         let number: String
         switch slot.tag {
-        case .int: number = String(Int64(bitPattern: slot.payload))
+        case .int: number = String(slot.int64)
         case .uint: number = String(slot.payload)
-        case .double: number = "\(Double(bitPattern: slot.payload))"
-        case .float: number = "\(Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload)))"
-        default: number = strings[Int(truncatingIfNeeded: slot.payload)]
+        case .double: number = "\(slot.double)"
+        case .float: number = "\(slot.float)"
+        default: number = strings[slot.stringIndex]
         }
         let fractional: Bool
         switch slot.tag {
-        case .double: fractional = Double(bitPattern: slot.payload).rounded(.towardZero) != Double(bitPattern: slot.payload)
-        case .float:
-            let value = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
-            fractional = value.rounded(.towardZero) != value
+        case .double: fractional = slot.double.rounded(.towardZero) != slot.double
+        case .float: fractional = slot.float.rounded(.towardZero) != slot.float
         default: fractional = false
         }
         // The same words as the json-c decoder's: a fraction is the wrong kind of number.
@@ -397,19 +390,16 @@ extension TapeBuffer {
         switch slot.tag {
         case .null: return .null
         case .bool: return .bool(slot.payload != 0)
-        case .int: return .int(Int64(bitPattern: slot.payload))
+        case .int: return .int(slot.int64)
         case .uint: return slot.payload <= UInt64(Int64.max) ? .int(Int64(slot.payload)) : .uint(slot.payload)
-        case .double: return .double(Double(bitPattern: slot.payload))
-        case .float:
-            let float = Float(bitPattern: UInt32(truncatingIfNeeded: slot.payload))
-            guard float.isFinite, let double = Double(float.description) else { return .double(Double(float)) }
-            return .double(double)
+        case .double: return .double(slot.double)
+        case .float: return .double(slot.floatAsDouble)
         case .bigint:
-            let text = strings[Int(truncatingIfNeeded: slot.payload)]
+            let text = strings[slot.stringIndex]
             if let whole = Int64(text) { return .int(whole) }
             if let whole = UInt64(text) { return .uint(whole) }
             return .double(Double(text) ?? .nan)
-        case .string: return .string(strings[Int(truncatingIfNeeded: slot.payload)])
+        case .string: return .string(strings[slot.stringIndex])
         case .array:
             var elements: [JSONValue] = []
             elements.reserveCapacity(slot.count)

@@ -78,6 +78,31 @@ struct TapeSlot {
 
     @inline(__always)
     var count: Int { Int(truncatingIfNeeded: payload & 0xFFFF_FFFF) }
+
+    /// The value of an `.int` slot.
+    @inline(__always)
+    var int64: Int64 { Int64(bitPattern: payload) }
+
+    /// The value of a `.double` slot.
+    @inline(__always)
+    var double: Double { Double(bitPattern: payload) }
+
+    /// The value of a `.float` slot.
+    @inline(__always)
+    var float: Float { Float(bitPattern: UInt32(truncatingIfNeeded: payload)) }
+
+    /// A `.float` slot's value as a JSON round trip reads it into a `Double`: through its
+    /// shortest decimal text (a `Float` 0.1 gives 0.1, not 0.10000000149011612). A non-finite
+    /// value converts as it is.
+    var floatAsDouble: Double {
+        let float = self.float
+        guard float.isFinite, let double = Double(float.description) else { return Double(float) }
+        return double
+    }
+
+    /// The index in `strings` of a `.string` or `.bigint` slot's text.
+    @inline(__always)
+    var stringIndex: Int { Int(truncatingIfNeeded: payload) }
 }
 
 /// The storage behind a ``SnapshotTape``: raw buffers that grow geometrically and are kept
