@@ -83,14 +83,10 @@ import Musl
             }
         case json_type_object:
             guard depth < StoreLimits.maximumNestingDepth else { return (object, .tooDeep) }
-            var iterator = json_object_iter_begin(object)
-            var end = json_object_iter_end(object)
-            while json_object_iter_equal(&iterator, &end) == 0 {
-                if let member = json_object_iter_peek_value(&iterator),
-                   let problem = firstProblem(in: member, depth: depth + 1) {
+            for (_, value) in JSONC.members(of: object) {
+                if let member = value, let problem = firstProblem(in: member, depth: depth + 1) {
                     return problem
                 }
-                json_object_iter_next(&iterator)
             }
         case json_type_double:
             if !json_object_get_double(object).isFinite { return (object, .nonFinite) }
@@ -112,15 +108,10 @@ import Musl
                 }
             }
         case json_type_object:
-            var iterator = json_object_iter_begin(root)
-            var end = json_object_iter_end(root)
-            while json_object_iter_equal(&iterator, &end) == 0 {
-                if let member = json_object_iter_peek_value(&iterator),
-                   let rest = path(to: target, in: member) {
-                    let key = String(cString: json_object_iter_peek_name(&iterator))
-                    return CodingPath.join(key, rest)
+            for (name, value) in JSONC.members(of: root) {
+                if let member = value, let rest = path(to: target, in: member) {
+                    return CodingPath.join(String(cString: name), rest)
                 }
-                json_object_iter_next(&iterator)
             }
         default:
             break
@@ -205,12 +196,8 @@ import Musl
         var identifier: OpaquePointer?
         var hasIdentifier = false
         var payload: OpaquePointer?
-        var iterator = json_object_iter_begin(root)
-        var end = json_object_iter_end(root)
-        while json_object_iter_equal(&iterator, &end) == 0 {
+        for (key, value) in JSONC.members(of: root) {
             // The key compared as C text: no String made of it unless it is refused.
-            let key = json_object_iter_peek_name(&iterator)!
-            let value = json_object_iter_peek_value(&iterator)
             if strcmp(key, "identifier") == 0 {
                 identifier = value
                 hasIdentifier = true
@@ -221,7 +208,6 @@ import Musl
                     .decode, codingPath: "action.\(String(cString: key))",
                     detail: "unexpected key (an action has \"identifier\" and \"payload\")")
             }
-            json_object_iter_next(&iterator)
         }
         guard hasIdentifier else {
             throw StoreError(.decode, codingPath: "identifier", detail: "key not found")

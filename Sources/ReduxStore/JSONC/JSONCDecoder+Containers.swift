@@ -20,23 +20,16 @@ struct JSONCKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoc
     }
 
     /// The keys, in the object's order. A key that is not valid UTF-8 (possible in trees built
-    /// by C code) is left out and fails the decode, as such a string does: repaired, two such
-    /// keys could become one, or name a member the object does not have.
+    /// by C code) is left out and fails the decode, as such a string does (``JSONC/key(_:at:)``).
     var allKeys: [Key] {
         var keys: [Key] = []
         keys.reserveCapacity(Int(json_object_object_length(object)))
-        var iterator = json_object_iter_begin(object)
-        var end = json_object_iter_end(object)
-        while json_object_iter_equal(&iterator, &end) == 0 {
-            defer { json_object_iter_next(&iterator) }
-            guard let name = json_object_iter_peek_name(&iterator) else { continue }
-            guard let text = String(validatingCString: name) else {
-                decoder.state.record(DecodingError.dataCorrupted(.init(
-                    codingPath: codingPath + [AnyCodingKey(stringValue: String(cString: name))],
-                    debugDescription: "key is not valid UTF-8")))
-                continue
+        for (name, _) in JSONC.members(of: object) {
+            do {
+                if let key = Key(stringValue: try JSONC.key(name, at: codingPath)) { keys.append(key) }
+            } catch {
+                decoder.state.record(error)
             }
-            if let key = Key(stringValue: text) { keys.append(key) }
         }
         return keys
     }

@@ -293,19 +293,11 @@ final class JSONCDecoderImpl: Decoder {
             _ = try containerNode(node, object: true, path: path, depth: path.count)
             var members: [JSONKey: JSONValue] = [:]
             members.reserveCapacity(Int(json_object_object_length(node)))
-            var iterator = json_object_iter_begin(node)
-            var end = json_object_iter_end(node)
-            while json_object_iter_equal(&iterator, &end) == 0 {
-                defer { json_object_iter_next(&iterator) }
-                guard let name = json_object_iter_peek_name(&iterator) else { continue }
-                guard let key = String(validatingCString: name) else {
-                    throw DecodingError.dataCorrupted(.init(
-                        codingPath: path + [AnyCodingKey(stringValue: String(cString: name))],
-                        debugDescription: "key is not valid UTF-8"))
-                }
+            for (name, value) in JSONC.members(of: node) {
+                let key = try JSONC.key(name, at: path)
                 path.append(AnyCodingKey(stringValue: key))
                 defer { path.removeLast() }
-                members[JSONKey(key)] = try readJSONValue(json_object_iter_peek_value(&iterator), path: &path)
+                members[JSONKey(key)] = try readJSONValue(value, path: &path)
             }
             return .object(members)
         }

@@ -134,14 +134,46 @@ enum JSONC {
         return found
     }
 
-    /// Calls `body` with each key of `object`, in order.
+    /// Calls `body` with each key of `object`, in order (a key that is not valid UTF-8 repaired).
     static func forEachKey(of object: OpaquePointer, _ body: (String) -> Void) {
-        var iterator = json_object_iter_begin(object)
-        var end = json_object_iter_end(object)
-        while json_object_iter_equal(&iterator, &end) == 0 {
-            if let raw = json_object_iter_peek_name(&iterator) { body(String(cString: raw)) }
-            json_object_iter_next(&iterator)
+        for (name, _) in members(of: object) { body(String(cString: name)) }
+    }
+
+    /// The members of `object`, in its order: `for (name, value) in JSONC.members(of: object)`.
+    static func members(of object: OpaquePointer) -> Members { Members(object) }
+
+    /// The members of a json-c object, each as its key (C text, borrowed from the object) and
+    /// its value (`nil` for null), walked with json-c's object iterator.
+    struct Members: Sequence, IteratorProtocol {
+        private var position: json_object_iterator
+        private var end: json_object_iterator
+
+        init(_ object: OpaquePointer) {
+            position = json_object_iter_begin(object)
+            end = json_object_iter_end(object)
         }
+
+        mutating func next() -> (name: UnsafePointer<CChar>, value: OpaquePointer?)? {
+            while json_object_iter_equal(&position, &end) == 0 {
+                defer { json_object_iter_next(&position) }
+                if let name = json_object_iter_peek_name(&position) {
+                    return (name, json_object_iter_peek_value(&position))
+                }
+            }
+            return nil
+        }
+    }
+
+    /// A member's key as Swift text; a key that is not valid UTF-8 (possible in trees built by C
+    /// code) is an error at `path` plus that key, rather than repaired: repaired, two such keys
+    /// could become one, or name a member the object does not have.
+    static func key(_ name: UnsafePointer<CChar>, at path: [any CodingKey]) throws(DecodingError) -> String {
+        guard let text = String(validatingCString: name) else {
+            throw DecodingError.dataCorrupted(.init(
+                codingPath: path + [AnyCodingKey(stringValue: String(cString: name))],
+                debugDescription: "key is not valid UTF-8"))
+        }
+        return text
     }
 
     /// The value of `object` under `key` (Swift string equality): `.none` if it has no such key,
