@@ -26,8 +26,10 @@
  *
  * Callbacks (reducers, observers, release functions) may call any rdx_ function, on any store,
  * with these effects (the "callback rules"):
- *   - inside a reducer, a dispatch or enqueue on its own store is queued and applied right after
- *     the current action; rdx_store_flush() on its own store returns at once;
+ *   - inside a reducer, a dispatch on its own store is queued and applied right after the
+ *     current action; an enqueue goes to the store's queue as from anywhere else, and is applied
+ *     later on the queue's thread, after the current action (not necessarily before or after
+ *     the actions the reducer dispatches); rdx_store_flush() on its own store returns at once;
  *   - inside any callback, rdx_store_remove_observer() does not wait for a call of that observer
  *     running on another thread (waiting there could deadlock): use rdx_store_add_observer_full()
  *     to learn when a context may be freed;
@@ -538,10 +540,12 @@ RDX_API rdx_status rdx_store_flush_journal(rdx_store *store);
  * code point order of the keys); arrays by index (changes inside shared elements, then the extra elements of
  * `to` added in increasing index order, or the extra elements of `from` removed from the end
  * backwards); values of different kinds, and unequal scalars, are replaced whole ("path": ""
- * when the roots differ so). Numbers are compared by value: 1 and 1.0 are equal. Strings and keys
- * are compared code point by code point, as json-c keeps them, byte for byte: "\u00e9" (é) and
- * "e\u0301" (e and a combining accent) are different strings, and two keys. One changed
- * field of one element of a 100,000-element array is one operation,
+ * when the roots differ so). Numbers are compared by kind and value, as json-c keeps them: an
+ * int and a double differ (1 and 1.0 give a replace, so that the patched tree holds `to`'s
+ * kinds, as json_object_equal() asks), and two doubles compare as doubles do (0.0 and -0.0 are
+ * equal). Strings and keys are compared code point by code point, as json-c keeps them, byte
+ * for byte: "\u00e9" (é) and "e\u0301" (e and a combining accent) are different strings, and
+ * two keys. One changed field of one element of a 100,000-element array is one operation,
  * {"op": "replace", "path": "/todos/12345/done", "value": true}.
  * Returns NULL on failure, and rdx_last_error() says why: `from` or `to` is NULL (RDX_EINVAL's
  * words: json-c holds JSON null as a NULL pointer, so a null document cannot be passed; trees

@@ -87,6 +87,9 @@ static void test_round_trip(void)
     check_round_trip("{\"deep\":{\"er\":{\"est\":[[1],[2,{\"k\":\"v\"}]]}}}",
                      "{\"deep\":{\"er\":{\"est\":[[1],[2,{\"k\":\"w\",\"l\":[]}]]}}}");
     check_round_trip("{\"kind\":[1,2]}", "{\"kind\":{\"1\":2}}");
+    /* Numbers keep their json-c kind through the patch: an int and a double differ. */
+    check_round_trip("{\"n\":1,\"m\":[2]}", "{\"n\":1.0,\"m\":[2.0]}");
+    check_round_trip("{\"n\":1.0,\"m\":[-0.0]}", "{\"n\":1,\"m\":[0]}");
 }
 
 /* The printed patch is RFC 6902's shape; equal trees give an empty array; one toggled todo of
@@ -123,6 +126,20 @@ static void test_diff_shape(void)
                     "{\"op\":\"add\",\"path\":\"/n\",\"value\":null}]");
     free(text);
     json_object_put(patch);
+
+    /* Numbers by kind and value: 1 and 1.0 differ; two doubles compare as doubles do. */
+    {
+        json_object *ints = parse("{\"a\":1,\"b\":[2],\"c\":0.0,\"d\":1.5}");
+        json_object *doubles = parse("{\"a\":1.0,\"b\":[2.0],\"c\":-0.0,\"d\":1.5}");
+        patch = rdx_json_diff(ints, doubles);
+        text = text_of(patch);
+        CHECK_STR(text, "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":1.0},"
+                        "{\"op\":\"replace\",\"path\":\"/b/0\",\"value\":2.0}]");
+        free(text);
+        json_object_put(patch);
+        json_object_put(ints);
+        json_object_put(doubles);
+    }
 
     /* The roots differ in kind: one replace of "". */
     json_object_put(to);
