@@ -62,6 +62,11 @@ extension Store {
     /// `dispatchAction:`). Enqueued actions are applied in the order they were enqueued, in the
     /// same total order as every other action; their synchronous observers run on that queue.
     ///
+    /// From inside a reducer it returns at once too, and the action goes to the queue as from
+    /// anywhere else: applied after the current action, on the queue, not right after it as an
+    /// action given to ``dispatchAction(_:file:line:)`` there is (so its place among the actions
+    /// that reducer dispatches is not fixed).
+    ///
     /// Cost: one lock and, for the first action of a burst, one block scheduled on the queue.
     /// The store stays alive until its enqueued actions were applied. Memory follows the
     /// backlog: an applied action is not kept.

@@ -1,6 +1,9 @@
 import ReduxStore
 import ReduxStoreTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite("Dispatch: reducers in place, total order, nested dispatch")
 struct StoreDispatchTests {
@@ -127,6 +130,37 @@ struct StoreDispatchTests {
             "begin parent", "end parent", "begin child 1", "end child 1", "begin child 2", "end child 2",
         ])
         #expect(store.version == 3)
+        box.store = nil
+    }
+
+    @Test("an action enqueued inside a reducer goes to the store's queue: applied after the current one, on the queue")
+    func enqueueInsideReducer() {
+        final class Box: @unchecked Sendable { var store: Store<CounterState>? }
+        let box = Box()
+        let reducer: Reducer<CounterState> = { state, action in
+            guard case .note(let text)? = action as? CounterAction else { return }
+            state.log.append(text)
+            if text == "parent" {
+                box.store?.enqueueAction(CounterAction.note("enqueued"))
+                box.store?.flush()  // inside a reducer: returns at once
+                state.log.append("after flush")
+            }
+        }
+        let store = Store(reducers: [reducer], state: CounterState())
+        box.store = store
+        let threads = Recorder<(version: UInt64, onCaller: Bool)>()
+        let caller = pthread_self()
+        _ = store.addObserver { note in
+            threads.append((note.version, pthread_equal(pthread_self(), caller) != 0))
+        }
+        store.dispatchAction(CounterAction.note("parent"))
+        store.flush()
+        #expect(store.currentState().log == ["parent", "after flush", "enqueued"])
+        #expect(store.version == 2)
+        // Two threads deliver: the queue's round may reach the observer before the caller's.
+        let heard = threads.all.sorted { $0.version < $1.version }
+        #expect(heard.map(\.version) == [1, 2])
+        #expect(heard.map(\.onCaller) == [true, false], "the enqueued action's observer runs on the queue")
         box.store = nil
     }
 
