@@ -58,7 +58,7 @@ extension Store {
             pass(action, source: source, through: middleware, on: me)
             return
         }
-        let transaction = beginTransaction(on: me, context: ThreadContext.current(contextKey))
+        let transaction = beginTransaction(on: me, context: ThreadContext.current(contexts))
         commit(transaction, announcing: applyLocked(action, source: source, notifies: notifies))
     }
 
@@ -96,7 +96,7 @@ extension Store {
             return
         }
         guard !actions.isEmpty else { return }
-        let transaction = beginTransaction(on: me, context: ThreadContext.current(contextKey))
+        let transaction = beginTransaction(on: me, context: ThreadContext.current(contexts))
         commit(transaction, applyBatchLocked(actions, source: source))
     }
 
@@ -369,7 +369,7 @@ extension Store {
     /// itself), so that what change listeners dispatch meanwhile passes the chain after it, FIFO.
     /// The caller checked the depth (``checkMiddlewareDepth()``).
     func applyReplacingState(with newState: State, restoredFrom: UInt64) {
-        let context = ThreadContext.current(contextKey)
+        let context = ThreadContext.current(contexts)
         func replace() {
             var transaction = beginTransaction(on: currentThreadID(), context: context)
             transaction.markPending()
@@ -393,7 +393,7 @@ extension Store {
     /// it made every dispatch without middleware dearer.
     @inline(never)
     private func pass(_ action: any Action, source: DispatchSite, through middleware: MiddlewareChain, on me: UInt) {
-        let context = ThreadContext.current(contextKey)
+        let context = ThreadContext.current(contexts)
         throughMiddleware(middleware, context: context) {
             passOne(action, source: source, middleware, on: me, context: context)
         }
@@ -404,7 +404,7 @@ extension Store {
     private func pass(
         batch actions: [any Action], source: DispatchSite, through middleware: MiddlewareChain, on me: UInt
     ) {
-        let context = ThreadContext.current(contextKey)
+        let context = ThreadContext.current(contexts)
         throughMiddleware(middleware, context: context) {
             passBatch(actions, source: source, middleware, on: me, context: context)
         }
@@ -457,7 +457,7 @@ extension Store {
             commit(transaction, announcing: applyLocked(action, source: source, notifies: nil))
             return
         }
-        let hereContext = ThreadContext.current(contextKey)
+        let hereContext = ThreadContext.current(contexts)
         let ownPasses = hereContext.pointee.innermostPass
         hereContext.pointee.innermostPass = context.pointee.innermostPass
         defer { hereContext.pointee.innermostPass = ownPasses }
@@ -522,7 +522,7 @@ extension Store {
     @usableFromInline
     func checkMiddlewareDepthOfChain() throws(StoreError) {
         guard !isInsideReducer,
-              ThreadContext.current(contextKey).pointee.middlewareDepth
+              ThreadContext.current(contexts).pointee.middlewareDepth
                 >= StoreLimits.maximumMiddlewareDepth
         else { return }
         throw StoreError(.limit, Self.middlewareDepthMessage)

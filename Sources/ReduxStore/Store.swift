@@ -52,9 +52,9 @@ public final class Store<State: Codable>: @unchecked Sendable {
     /// The thread applying an action right now (holding the lock), or 0: how a dispatch, a read or
     /// an observer change from inside a reducer is recognised, without taking the lock again.
     @usableFromInline let applyingThread = Atomic<UInt>(0)
-    /// ``threadContextKey``, copied: reading a global initialized on first use costs a check
+    /// ``threadContexts``, copied: reading a global initialized on first use costs a check
     /// each time, which a dispatch need not pay.
-    let contextKey = threadContextKey
+    let contexts = threadContexts
     /// The version of the last completed action, readable without the lock.
     let publishedVersion = Atomic<UInt64>(0)
     /// Whether `currentState()`, `snapshot()` and `save(to:)` may read the state from inside a

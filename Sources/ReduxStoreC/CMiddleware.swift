@@ -117,17 +117,7 @@ enum CNextLinks {
         var calls: [(number: UInt, link: UnsafeMutablePointer<CNextLink>)] = []
     }
 
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { raw in
-            guard let raw else { return }
-            let running = raw.assumingMemoryBound(to: Running.self)
-            running.deinitialize(count: 1)
-            running.deallocate()
-        }
-        precondition(status == 0, "ReduxStore: pthread_key_create failed (\(status))")
-        return key
-    }()
+    private static let storage = ThreadStorage<Running> { ThreadStorage<Running>.free($0) }
 
     /// Runs `body` (the middleware call) with the `rdx_next *` that names `link` on this thread
     /// until `body` returns.
@@ -135,13 +125,8 @@ enum CNextLinks {
         _ link: UnsafeMutablePointer<CNextLink>, _ body: (OpaquePointer) -> T
     ) -> T {
         let number = serial.wrappingAdd(1, ordering: .relaxed).oldValue
-        let running: UnsafeMutablePointer<Running>
-        if let raw = pthread_getspecific(key) {
-            running = raw.assumingMemoryBound(to: Running.self)
-        } else {
-            running = .allocate(capacity: 1)
-            running.initialize(to: Running())
-            pthread_setspecific(key, running)
+        guard let running = storage.value(orMake: { Running() }) else {
+            preconditionFailure("ReduxStore: out of memory for this thread's middleware calls")
         }
         running.pointee.calls.append((number, link))
         defer { running.pointee.calls.removeLast() }
@@ -151,8 +136,7 @@ enum CNextLinks {
     /// The link `next` names, if its middleware call is running on this thread.
     static func link(_ next: OpaquePointer) throws(StoreError) -> UnsafeMutablePointer<CNextLink> {
         let number = UInt(bitPattern: next)
-        if let raw = pthread_getspecific(key) {
-            let running = raw.assumingMemoryBound(to: Running.self)
+        if let running = storage.existing {
             for call in running.pointee.calls.reversed() where call.number == number {
                 return call.link
             }

@@ -399,25 +399,18 @@ enum ThreadTokeners {
         var second: (depth: Int32, tokener: UnsafeMutablePointer<json_tokener>?) = (0, nil)
     }
 
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let status = pthread_key_create(&key) { raw in
-            guard let raw else { return }
-            let kept = raw.assumingMemoryBound(to: Kept.self)
+    private static let storage = ThreadStorage<Kept> { raw in
+        if let kept = raw?.assumingMemoryBound(to: Kept.self) {
             if let tokener = kept.pointee.first.tokener { json_tokener_free(tokener) }
             if let tokener = kept.pointee.second.tokener { json_tokener_free(tokener) }
-            kept.deinitialize(count: 1)
-            kept.deallocate()
         }
-        precondition(status == 0, "ReduxStore: pthread_key_create failed (\(status))")
-        return key
-    }()
+        ThreadStorage<Kept>.free(raw)
+    }
 
     /// Frees `tokener`, one of this thread's, so that the next parse of its depth makes a new
     /// one.
     static func discard(_ tokener: UnsafeMutablePointer<json_tokener>) {
-        guard let raw = pthread_getspecific(key) else { return }
-        let kept = raw.assumingMemoryBound(to: Kept.self)
+        guard let kept = storage.existing else { return }
         if kept.pointee.first.tokener == tokener {
             kept.pointee.first = (0, nil)
         } else if kept.pointee.second.tokener == tokener {
@@ -430,16 +423,8 @@ enum ThreadTokeners {
 
     /// This thread's tokener of `depth`, reset: made on first use.
     static func tokener(depth: Int32) throws(StoreError) -> UnsafeMutablePointer<json_tokener> {
-        let kept: UnsafeMutablePointer<Kept>
-        if let raw = pthread_getspecific(key) {
-            kept = raw.assumingMemoryBound(to: Kept.self)
-        } else {
-            kept = .allocate(capacity: 1)
-            kept.initialize(to: Kept())
-            guard pthread_setspecific(key, kept) == 0 else {
-                kept.deallocate()
-                throw StoreError(.outOfMemory, "could not keep a json-c tokener for this thread")
-            }
+        guard let kept = storage.value(orMake: { Kept() }) else {
+            throw StoreError(.outOfMemory, "could not keep a json-c tokener for this thread")
         }
         if kept.pointee.first.depth == depth, let tokener = kept.pointee.first.tokener {
             json_tokener_reset(tokener)

@@ -82,18 +82,15 @@ struct ThreadContext {
 
     /// This thread's context, created on first use and freed when the thread exits. The pointer
     /// stays valid for the life of the thread.
-    static var current: UnsafeMutablePointer<ThreadContext> { current(threadContextKey) }
+    static var current: UnsafeMutablePointer<ThreadContext> { current(threadContexts) }
 
-    /// ``current``, given the key: a caller that keeps a copy of ``threadContextKey`` (a store
+    /// ``current``, given the storage: a caller that keeps a copy of ``threadContexts`` (a store
     /// does) skips the check that the global was initialized, on every dispatch.
     @inline(__always)
-    static func current(_ key: pthread_key_t) -> UnsafeMutablePointer<ThreadContext> {
-        if let raw = pthread_getspecific(key) {
-            return raw.assumingMemoryBound(to: ThreadContext.self)
+    static func current(_ storage: ThreadStorage<ThreadContext>) -> UnsafeMutablePointer<ThreadContext> {
+        guard let context = storage.value(orMake: { ThreadContext() }) else {
+            preconditionFailure("ReduxStore: out of memory for this thread's context")
         }
-        let context = UnsafeMutablePointer<ThreadContext>.allocate(capacity: 1)
-        context.initialize(to: ThreadContext())
-        pthread_setspecific(key, context)
         return context
     }
 
@@ -173,15 +170,5 @@ struct NotificationRound {
     let selectionsChanged: Bool
 }
 
-/// The pthread key of ``ThreadContext``; its destructor frees the context when a thread exits.
-let threadContextKey: pthread_key_t = {
-    var key = pthread_key_t()
-    let status = pthread_key_create(&key) { raw in
-        guard let raw else { return }
-        let context = raw.assumingMemoryBound(to: ThreadContext.self)
-        context.deinitialize(count: 1)
-        context.deallocate()
-    }
-    precondition(status == 0, "ReduxStore: pthread_key_create failed (\(status))")
-    return key
-}()
+/// Each thread's ``ThreadContext``, freed when the thread exits.
+let threadContexts = ThreadStorage<ThreadContext> { ThreadStorage<ThreadContext>.free($0) }
