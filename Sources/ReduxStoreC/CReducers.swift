@@ -44,8 +44,6 @@ enum CReducerList {
 final class CReducers: @unchecked Sendable {
     // @unchecked: the tables are immutable after init; C promised its reducers may be called
     // from any thread, one at a time.
-    /// The state tree's root, owned by the store's ``JSONCTree``.
-    let root: OpaquePointer?
     /// The reducers for an identifier no reducer names (all of them when none names one).
     private let unnamed: UnsafeMutableBufferPointer<rdx_reducer>
     /// Open addressing by the identifier's bytes, a power of two of slots, at most half full;
@@ -63,7 +61,7 @@ final class CReducers: @unchecked Sendable {
     }
 
     /// The reducers, their identifiers copied; the failure is memory running out.
-    init(_ reducers: [rdx_reducer], root: OpaquePointer?) throws(StoreError) {
+    init(_ reducers: [rdx_reducer]) throws(StoreError) {
         // The distinct identifiers, in the order they first appear, copied before anything else
         // is allocated (nothing to undo if a copy fails); each reducer's index among them (nil:
         // every action). Found by their bytes in a dictionary: a store of thousands of named
@@ -91,7 +89,6 @@ final class CReducers: @unchecked Sendable {
             names.append(copy)
         }
         self.names = names
-        self.root = root
         let every = reducers.filter { $0.identifier == nil }
         unnamed = .allocate(capacity: every.count)
         _ = unnamed.initialize(from: every)
@@ -170,24 +167,25 @@ final class CReducers: @unchecked Sendable {
         return nil
     }
 
-    /// Calls the reducers that apply to `action`, in order. Under the store's lock.
+    /// Calls the reducers that apply to `action`, in order, on the tree `root`. Under the
+    /// store's lock.
     @inline(__always)
-    func apply(_ action: any Action) {
-        apply(opened: action)
+    func apply(_ action: any Action, to root: OpaquePointer?) {
+        apply(opened: action, to: root)
     }
 
     /// ``apply(_:)`` with the action's type known to the function (the existential opened): a
     /// C action's identifier and payload are read as that type; a Swift action dispatched to a C
     /// store gives its identifier and a JSONAction's payload.
     @inline(__always)
-    private func apply<A: Action>(opened action: A) {
-        if let (identifier, payload) = action.cParts { return call(identifier, payload) }
-        action.withCParts(call)
+    private func apply<A: Action>(opened action: A, to root: OpaquePointer?) {
+        if let (identifier, payload) = action.cParts { return call(identifier, payload, root) }
+        action.withCParts { call($0, $1, root) }
     }
 
     /// Calls the reducers that apply to `identifier`, in order.
     @inline(__always)
-    private func call(_ identifier: UnsafePointer<CChar>, _ payload: OpaquePointer?) {
+    private func call(_ identifier: UnsafePointer<CChar>, _ payload: OpaquePointer?, _ root: OpaquePointer?) {
         for reducer in slot(for: identifier)?.pointee.reducers ?? unnamed {
             reducer.reduce!(root, identifier, payload, reducer.context)
         }

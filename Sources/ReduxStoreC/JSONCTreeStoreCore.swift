@@ -19,14 +19,17 @@ final class JSONCTreeStoreCore: CStoreCore {
         state: JSONCTree, version: UInt64, reducers: [rdx_reducer],
         middleware: [rdx_middleware] = [], forwarding: CForwarding? = nil
     ) throws(StoreError) -> CStoreHandle {
-        // The C reducers work on the tree's root, which never changes (they mutate it in place):
-        // one call straight to them per action, without going through the Swift state. So no
-        // reducer holds the Swift state `inout`, and reads from inside a reducer are sound.
-        let reducers = try CReducers(reducers, root: state.object)
+        // The C reducers mutate the tree in place: each action reads the tree's root from the
+        // state (a restore replaces the tree) and calls them with it, without going through the
+        // Swift state. So no reducer holds the Swift state `inout`, and reads from inside a
+        // reducer are sound.
+        let reducers = try CReducers(reducers)
         let keeper = CActionKeeper()
         let owner = HandleReference()
         let store = Store(
-            erasedReducer: { _, action in reducers.apply(action) },
+            erasedReducer: { state, action in
+                reducers.apply(action, to: state.assumingMemoryBound(to: JSONCTree.self).pointee.object)
+            },
             adopting: state, version: version, readableInsideReducer: true,
             middleware: CMiddleware.chain(middleware, owner: owner),
             // A C action borrows the caller's identifier and payload: the journal and the

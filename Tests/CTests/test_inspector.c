@@ -300,6 +300,13 @@ static void test_history(void)
     CHECK_STATUS(rdx_store_restore_version(store, 3), RDX_OK);
     CHECK_EQ_INT(rdx_store_version(store), 6);
     CHECK_EQ_INT(util_count(store), 3);
+    /* The reducers work on the restored tree (the one before it is freed). */
+    for (i = 0; i < 2; i++) CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    CHECK_EQ_INT(rdx_store_version(store), 8);
+    CHECK_EQ_INT(util_count(store), 5);
+    CHECK_STATUS(rdx_store_restore_version(store, 7), RDX_OK);
+    CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    CHECK_EQ_INT(util_count(store), 5);
 
     CHECK_STATUS(rdx_store_keep_history(store, 0), RDX_OK);
     CHECK_EQ_INT(rdx_store_history_versions(store, versions, 8), 0);
