@@ -116,9 +116,10 @@ final class InspectorServer: Sendable {
             GuardedChannel(
                 base: HTTP1WebSocketUpgradeChannel(
                     responder: { request, writer, channel in
-                        // Only the page keeps its connection: any other answer (a refusal, 404)
-                        // is the connection's last (Hummingbird closes it once written).
-                        if request.uri.path != "/" || (try? gate.check(request, webSocket: false)) == nil {
+                        // Only the page keeps its connection: any other answer (a refusal, 404,
+                        // 405) is the connection's last (Hummingbird closes it once written).
+                        if request.uri.path != "/" || request.method != .get
+                            || (try? gate.check(request, webSocket: false)) == nil {
                             channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
                         }
                         try await responder(request, writer, channel)
@@ -291,6 +292,12 @@ struct RequestCheck: RouterMiddleware {
         try gate.check(request, webSocket: path == "/ws")
         // Exactly two paths exist: Hummingbird's router would also take `/ws/` for `/ws`.
         guard path == "/" || path == "/ws" else { throw HTTPError(.notFound, message: "no such page") }
+        // And one method, which the router would answer for any other with an empty 404.
+        guard request.method == .get else {
+            throw HTTPError(
+                .methodNotAllowed, headers: [.allow: "GET"],
+                message: "\(request.method) is not served here: the page and its WebSocket are read with GET")
+        }
         return try await next(request, context)
     }
 }

@@ -125,7 +125,7 @@ private let brokenMessages: [(name: String, bytes: [UInt8], code: Int)] = {
 extension InspectorTests {
     @Suite("The protocol as written: check order, fragmentation, RFC 6455 closes, 1001 at stop")
     struct ProtocolTests {
-        @Test("every request is checked Host, token, then path: only / and /ws exist, an unknown path learns nothing first")
+        @Test("every request is checked Host, token, path, then method: only GET / and /ws exist, an unknown path learns nothing first")
         func checkOrder() async throws {
             let inspector = try await StoreInspector(Store(reducers: [], state: Blob()))
             let port = inspector.port
@@ -144,6 +144,11 @@ extension InspectorTests {
                 ("/ws/more with the token", "GET /ws/more?token=\(token) HTTP/1.1\r\n\(host)\r\n", 404),
                 ("/index.html with the token", "GET /index.html?token=\(token) HTTP/1.1\r\n\(host)\r\n", 404),
                 ("/ws without an upgrade", "GET /ws?token=\(token) HTTP/1.1\r\n\(host)\r\n", 400),
+                ("POST / with the token", "POST /?token=\(token) HTTP/1.1\r\n\(host)\r\n", 405),
+                ("HEAD / with the token", "HEAD /?token=\(token) HTTP/1.1\r\n\(host)\r\n", 405),
+                ("OPTIONS /ws with the token", "OPTIONS /ws?token=\(token) HTTP/1.1\r\n\(host)\r\n", 405),
+                ("DELETE / without the token", "DELETE / HTTP/1.1\r\n\(host)\r\n", 401),
+                ("PUT /other with the token", "PUT /other?token=\(token) HTTP/1.1\r\n\(host)\r\n", 404),
                 ("two Host headers naming the address", "GET /?token=\(token) HTTP/1.1\r\n\(host)\(host)\r\n", 400),
                 ("two Host headers, the second another", "GET /?token=\(token) HTTP/1.1\r\n\(host)Host: evil.example\r\n\r\n", 400),
                 ("two Host headers on an unknown path", "GET /other HTTP/1.1\r\n\(host)\(host)\r\n", 400),
