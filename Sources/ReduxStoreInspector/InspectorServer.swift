@@ -258,7 +258,8 @@ final class RequestGate: Sendable {
         }
         let query = URI(path).queryParameters.get("token")
         var bearer: Substring?
-        if let authorization = headers[.authorization], authorization.hasPrefix("Bearer ") {
+        // The scheme's name in any case (RFC 9110, 11.1).
+        if let authorization = headers[.authorization], authorization.prefix(7).lowercased() == "bearer " {
             bearer = authorization.dropFirst("Bearer ".count)
         }
         guard InspectorToken.matches(query.map { Substring($0) }, token) || InspectorToken.matches(bearer, token) else {

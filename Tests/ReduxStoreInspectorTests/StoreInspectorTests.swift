@@ -145,6 +145,8 @@ extension InspectorTests {
             #expect(try await http(inspector.port, "/?token=0123").status == 401)
             #expect(try await http(inspector.port, "/?token=\(String(inspector.token.reversed()))").status == 401)
             #expect(try await http(inspector.port, "/", headers: ["Authorization: Bearer \(inspector.token)"]).status == 200)
+            #expect(try await http(inspector.port, "/", headers: ["Authorization: bearer \(inspector.token)"]).status == 200)
+            #expect(try await http(inspector.port, "/", headers: ["Authorization: Basic \(inspector.token)"]).status == 401)
             // DNS rebinding: another name for this address.
             #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "evil.example:\(inspector.port)").status == 403)
             #expect(try await http(inspector.port, "/?token=\(inspector.token)", host: "localhost:\(inspector.port)").status == 200)
