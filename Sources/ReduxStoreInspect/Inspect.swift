@@ -293,7 +293,8 @@ func jsonValue(of operation: JSONPatch.Operation) -> JSONValue {
 
 /// Prints ``JSONValue``s as Foundation's `JSONEncoder` does with `.sortedKeys` and
 /// `.withoutEscapingSlashes` (and `.prettyPrinted` when asked: two spaces, `"key" : value`), but
-/// with every key of an object, sorted by code point (``JSONKey``'s order).
+/// with every key of an object, sorted by code point (``JSONKey``'s order), and each number of
+/// its own kind (a whole double as `3.0`).
 enum JSONText {
     static func text(of value: JSONValue, pretty: Bool) throws -> String {
         var out = ""
@@ -311,8 +312,9 @@ enum JSONText {
             guard number.isFinite else {
                 throw StoreError(.encode, "\(number) is not a JSON number")
             }
-            // Foundation writes an integral double without a fraction: 3.0 as 3.
-            out += number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : "\(number)"
+            // As JSONValue's description and the journal write it: a whole double keeps its kind
+            // (3.0, -0.0, 1e+16), so that what is printed reads back as the same value.
+            out += number.description
         case .string(let text): writeString(text, into: &out)
         case .array(let elements):
             if elements.isEmpty { out += "[]"; return }

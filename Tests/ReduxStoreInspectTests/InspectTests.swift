@@ -185,6 +185,32 @@ struct InspectTests {
         #expect(try JSONPatch.apply(operations, to: after) == (try JSONValue(encoding: AppState())))
     }
 
+    @Test("show, diff and state print each number of its kind: a whole double stays a double")
+    func numberKinds() throws {
+        let folder = temporaryFolder()
+        let time = #""time":"2026-12-07T18:31:44.780Z""#
+        try #"{"reduxstore":1,"version":0,"state":{"one":1,"z":0,"big":1}}"#
+            .write(toFile: folder + "/base.json", atomically: true, encoding: .utf8)
+        try #"{"reduxstore":1,"version":1,"state":{"one":1.0,"z":-0.0,"big":1e16}}"#
+            .write(toFile: folder + "/after.json", atomically: true, encoding: .utf8)
+        try (#"{"version":1,"identifier":"set",\#(time),"patch":[{"op":"replace","path":"/one","value":1.0},"#
+            + #"{"op":"replace","path":"/z","value":-0.0},{"op":"replace","path":"/big","value":1e16}]}"# + "\n")
+            .write(toFile: folder + "/kinds.journal", atomically: true, encoding: .utf8)
+        let doubles = #"{"big":1e+16,"one":1.0,"z":-0.0}"#
+        let shown = try inspect("show", folder + "/after.json", "--json")
+        #expect(shown.out.contains(#""value":\#(doubles)"#), "\(shown.out)")
+        let rebuilt = try inspect("state", folder + "/base.json", folder + "/kinds.journal", "--at", "1", "--json")
+        #expect(rebuilt.out.contains(#""value":\#(doubles)"#), "\(rebuilt.out)")
+        let patch = try inspect("diff", folder + "/base.json", folder + "/after.json", "--json")
+        #expect(patch.out == #"[{"op":"replace","path":"/big","value":1e+16},{"op":"replace","path":"/one","value":1.0},"#
+            + #"{"op":"replace","path":"/z","value":-0.0}]"# + "\n", "\(patch.out)")
+        // Read back by this library, the printed patch turns the one state into the other, kinds included.
+        let operations = try JSONCDecoder().decode([JSONPatch.Operation].self, fromJSONString: patch.out)
+        let base = try JSONDocument(contentsOf: folder + "/base.json").value
+        let after = try JSONDocument(contentsOf: folder + "/after.json").value
+        #expect(try JSONPatch.apply(operations, to: base) == after)
+    }
+
     @Test("journal: entries, versions, identifiers, batches, patches; --json")
     func journal() throws {
         let files = try recorded()
