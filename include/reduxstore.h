@@ -294,8 +294,10 @@ RDX_API rdx_status rdx_store_remove_observer(rdx_store *store, uint64_t token);
  * the old file or the new one, whole. What it writes, rdx_store_open() reads; the replaced file's
  * mode is kept. Safe from many threads and processes at once on one path.
  * Returns RDX_OK; RDX_EINVAL for a NULL argument (or, for a Swift store whose state is a struct,
- * a call from inside one of its reducers); RDX_EIO when the folder cannot be written or the target
- * is not a regular file (a folder, device, FIFO, socket or symbolic link: left as it is);
+ * a call from inside one of its reducers); RDX_EIO when the folder cannot be written, the disk
+ * is full, the file would pass the process's file size limit (RLIMIT_FSIZE, checked before
+ * writing: SIGXFSZ never ends the process), or the target is not a regular file (a folder,
+ * device, FIFO, socket or symbolic link: left as it is);
  * RDX_ELIMIT for a state past what a file holds (more than RDX_MAX_JSON_TEXT_SIZE of text, nested
  * deeper than RDX_MAX_NESTING_DEPTH, a version of 2^63 - 1 or more); RDX_EDECODE for a state
  * holding a non-finite number or a string that is not UTF-8; RDX_ENOMEM. On failure the old file
@@ -492,8 +494,9 @@ RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *point
  *     writing, of another store or another process, is refused with RDX_EIO. A journal already
  *     running on this store is stopped first (after the new one took over, so every action is in
  *     one of the two); on its own path, the new one appends after its last line.
- *   - A write that fails (a full disk, a file size limit) keeps the lines written whole and cuts
- *     the rest off; the journal then writes nothing more, and rdx_store_flush_journal() and
+ *   - A write that fails (a full disk, a file size limit: RLIMIT_FSIZE is checked before each
+ *     write, so the kernel's SIGXFSZ never ends the process) keeps the lines written whole and
+ *     cuts the rest off; the journal then writes nothing more, and rdx_store_flush_journal() and
  *     rdx_store_stop_journal() return RDX_EIO naming the versions not written, until it is
  *     stopped. Start it again once the cause is fixed (replay reports the gap).
  *   - A payload or patch that cannot be written (a number JSON cannot hold, NaN; a line longer

@@ -187,6 +187,10 @@ enum AtomicFile {
         }
 
         func write(_ parts: [UnsafeRawBufferPointer]) throws(StoreError) {
+            let size = parts.reduce(0) { $0 + $1.count }
+            if let room = FileSizeLimit.room(at: 0), room < size {
+                throw StoreError(.io, "write \(path): " + FileSizeLimit.refusal(size, room: room, at: 0))
+            }
             for part in parts {
                 var written = 0
                 while written < part.count {

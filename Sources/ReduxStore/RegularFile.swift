@@ -114,3 +114,24 @@ enum RegularFile {
 private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
     read(fd, buffer, count)
 }
+
+/// The process's file size limit (`RLIMIT_FSIZE`, `ulimit -f`). A write past it is not an error
+/// a caller can report: by default the kernel ends the process with `SIGXFSZ`. So the files this
+/// library writes (saves, the journal) ask first, and a write that would pass the limit fails
+/// with words instead, as a full disk does.
+enum FileSizeLimit {
+    /// How many bytes may still be written at `offset` of a file, or nil when there is no limit.
+    static func room(at offset: Int) -> Int? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else {
+            return nil
+        }
+        return max(0, Int(clamping: limit.rlim_cur) - offset)
+    }
+
+    /// Why a file of `size` bytes cannot be written, when `room` (``room(at:)``) is less.
+    static func refusal(_ size: Int, room: Int, at offset: Int) -> String {
+        "the file would grow to \(offset + size) bytes, past the process's file size limit of "
+            + "\(offset + room) bytes (RLIMIT_FSIZE, ulimit -f)"
+    }
+}

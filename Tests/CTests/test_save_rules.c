@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -294,6 +296,46 @@ static void test_save_keeps_mode(void)
     rdx_store_release(store);
 }
 
+/* A save that would pass the process's file size limit (RLIMIT_FSIZE) is RDX_EIO with words,
+ * the process not ended by SIGXFSZ (left at its default), the old file as it was. */
+static void test_save_within_file_size_limit(void)
+{
+    json_object *state = json_object_new_object();
+    rdx_store *store;
+    char path[256];
+    struct rlimit saved;
+    struct rlimit limited;
+    struct stat before;
+    struct stat after;
+
+    TEST("a save past the file size limit is RDX_EIO, and the old file stays");
+    json_object_object_add(state, "text", json_object_new_string_len(
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", 64));
+    store = rdx_store_create(state, NULL, 0, NULL);
+    in_folder(path, sizeof path, "limited.json");
+    CHECK_STATUS(rdx_store_save(store, path), RDX_OK);
+    CHECK(stat(path, &before) == 0);
+    json_object_object_add(state, "big", json_object_new_string(
+        "a string of more than a hundred bytes, so that the state no longer fits in the limit "
+        "of one hundred and fifty bytes set below for this process"));
+    rdx_store_release(store);
+    store = rdx_store_create(state, NULL, 0, NULL);
+    CHECK(signal(SIGXFSZ, SIG_DFL) != SIG_ERR);
+    CHECK(getrlimit(RLIMIT_FSIZE, &saved) == 0);
+    limited = saved;
+    limited.rlim_cur = 150;
+    CHECK(setrlimit(RLIMIT_FSIZE, &limited) == 0);
+    CHECK_STATUS(rdx_store_save(store, path), RDX_EIO);
+    CHECK(setrlimit(RLIMIT_FSIZE, &saved) == 0);
+    CHECK(strstr(rdx_last_error(), "file size limit") != NULL);
+    CHECK(stat(path, &after) == 0);
+    CHECK_EQ_INT(after.st_size, before.st_size);
+    CHECK_EQ_INT(entries_in(folder), 1); /* no temporary left */
+    unlink(path);
+    json_object_put(state);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     check_watchdog(CHECK_TEST_SECONDS);
@@ -307,6 +349,7 @@ int main(void)
     test_open_regular_files_only();
     test_save_regular_files_only();
     test_save_keeps_mode();
+    test_save_within_file_size_limit();
     TEST("cleanup");
     CHECK_EQ_INT(entries_in(folder), 0);
     CHECK(rmdir(folder) == 0);

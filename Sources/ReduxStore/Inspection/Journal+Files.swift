@@ -151,14 +151,22 @@ extension Journal {
     /// Writes `bytes` at `offset` (the file's end, or inside its last page), and moves the
     /// file's size past them. A failure says how many of the bytes were written.
     func writeAt(_ offset: Int, _ bytes: UnsafeBufferPointer<UInt8>) throws(JournalWriteFailure) {
+        // What fits below the file size limit is written, as the kernel would write it, and
+        // the rest refused here rather than by the kernel's SIGXFSZ.
+        let room = FileSizeLimit.room(at: offset) ?? bytes.count
+        let count = min(bytes.count, room)
         var done = 0
-        while done < bytes.count {
-            let written = pwrite(file, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+        while done < count {
+            let written = pwrite(file, bytes.baseAddress! + done, count - done, off_t(offset + done))
             if written < 0 {
                 if errno == EINTR { continue }
                 throw JournalWriteFailure(reason: "a write failed: \(String(cString: strerror(errno)))", written: done)
             }
             done += written
+        }
+        if count < bytes.count {
+            throw JournalWriteFailure(
+                reason: "a write failed: " + FileSizeLimit.refusal(bytes.count, room: room, at: offset), written: done)
         }
         size = max(size, offset + bytes.count)
     }
