@@ -494,6 +494,11 @@ RDX_API json_object *rdx_store_current_value(rdx_store *store, const char *point
  *     writing, of another store or another process, is refused with RDX_EIO. A journal already
  *     running on this store is stopped first (after the new one took over, so every action is in
  *     one of the two); on its own path, the new one appends after its last line.
+ *   - A file is appended to only when it is a journal whose last line comes before the store's
+ *     next version: a file whose last line is not a journal's, or records that version or a later
+ *     one (another store's journal, or this store's from a later run), is refused with RDX_EIO
+ *     and left as it was. A gap (actions applied while no journal ran) is allowed; replay reports
+ *     it.
  *   - A write that fails (a full disk, a file size limit: RLIMIT_FSIZE is checked before each
  *     write, so the kernel's SIGXFSZ never ends the process) keeps the lines written whole and
  *     cuts the rest off; the journal then writes nothing more, and rdx_store_flush_journal() and

@@ -51,6 +51,7 @@ extension Journal {
                     }
                     length = end
                 }
+                try requireLaterVersions(fd, end: length)
                 file = fd
                 size = length
                 openedSize = length
@@ -62,6 +63,34 @@ extension Journal {
             }
         }
         throw StoreError(.io, "journal \(path): the file kept being replaced while it was opened")
+    }
+
+    /// Refuses a file whose last line (ending at `end`) is not a journal's, or records a version
+    /// the first line this journal writes would not come after: another store's journal, or this
+    /// store's from a later run. Appended to, the file would go back in versions, which no
+    /// reader takes (what the file holds is whole and in order).
+    private func requireLaterVersions(_ fd: Int32, end: Int) throws(StoreError) {
+        guard end > 0 else { return }
+        let start = try lastLineEnd(fd, length: end - 1)
+        let prefix = Array("{\"version\":".utf8)
+        var head = [UInt8](repeating: 0, count: min(prefix.count + 20, end - start))
+        let read = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, off_t(start)) }
+        guard read == head.count else {
+            throw StoreError(.io, "journal \(path): cannot read its last line: \(String(cString: strerror(errno)))")
+        }
+        let digits = head.dropFirst(prefix.count).prefix { $0 >= 0x30 && $0 <= 0x39 }
+        guard head.starts(with: prefix), let last = UInt64(String(decoding: digits, as: UTF8.self)) else {
+            throw StoreError(
+                .io, "journal \(path): its last line is not a journal's (it does not begin with {\"version\":N}): "
+                    + "a journal appends only to a journal")
+        }
+        let next = state.withLock { $0.written } &+ 1
+        guard last < next else {
+            throw StoreError(
+                .io, "journal \(path): its last line is version \(last), and this store's next action is version "
+                    + "\(next): appended, the file would go back in versions. It is another store's journal, or "
+                    + "this store's from a later run: start the journal on another path")
+        }
     }
 
     private static func requireRegular(_ info: stat, _ path: String) throws(StoreError) {

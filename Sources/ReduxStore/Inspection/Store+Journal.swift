@@ -38,6 +38,11 @@ extension Store {
     ///   journal, of this store, another store or another process, is writing is refused with
     ///   ``StoreError/Kind/io``. (Starting a journal on the path of the store's own running one
     ///   first stops that one, so the new one appends after its last line.)
+    /// - A file is appended to only when it is a journal whose last line comes before the store's
+    ///   next version: one whose last line is not a journal's, or records that version or a later
+    ///   one (another store's journal, or this store's from a later run), is refused
+    ///   (``StoreError/Kind/io``) and left as it was. A gap, actions applied while no journal ran,
+    ///   is allowed: replay reports it.
     /// - A write that fails (a full disk, a file size limit) is cut back off the file, and the
     ///   journal writes nothing more: ``flushJournal()`` throws until it is stopped, naming the
     ///   versions not written, and ``journalError`` says it.

@@ -203,8 +203,22 @@ struct JournalEdgeTests {
         let replayed = try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: ActionTypes())
         #expect(replayed.version == 10)
         #expect(replayed.currentState() == first.currentState())
-        try second.startJournal(at: path)  // free again
+        // Free again, but the second store's next action, version 6, would go back in the file.
+        let behind = #expect(throws: StoreError.self) { try second.startJournal(at: path) }
+        #expect(behind?.kind == .io)
+        #expect(behind?.message.contains("would go back in versions") == true, "\(behind?.message ?? "")")
+        #expect(try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").count == 10)
+        for value in 6...12 { second.dispatchAction(JSONAction(identifier: "read", payload: .int(Int64(value)))) }
+        try second.startJournal(at: path)  // version 13 after 10: a gap, which replay reports
+        second.dispatchAction(JSONAction(identifier: "read", payload: .int(13)))
         second.stopJournal()
+        #expect(try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").last?.hasPrefix(#"{"version":13,"#) == true)
+        // A file that is not a journal is not appended to.
+        let notes = temporaryFolder() + "/notes.txt"
+        try "a line of someone's notes\n".write(toFile: notes, atomically: true, encoding: .utf8)
+        let other = #expect(throws: StoreError.self) { try first.startJournal(at: notes) }
+        #expect(other?.message.contains("not a journal's") == true, "\(other?.message ?? "")")
+        #expect(try String(contentsOfFile: notes, encoding: .utf8) == "a line of someone's notes\n")
     }
 
     @Test("starts and stops racing on three threads while a fourth dispatches: no hang, every line whole and in order")
