@@ -213,7 +213,9 @@ RDX_API rdx_status rdx_store_dispatch_action(rdx_store *store, const char *ident
  * INT64_MIN) reaches reducers as a double node that keeps every digit, printed with ".0" after
  * them; a Swift store's typed action reads it exactly into an Int128, UInt128 or Decimal field,
  * and refuses it (RDX_EDECODE) for a narrower one. rdx_store_open() reads saved files the same
- * way.
+ * way, and rdx_store_save() and the journal's "payload" write every digit back. What goes through
+ * a JSONValue holds the nearest double instead: the journal's "patch", the history
+ * (rdx_store_state_at_version(), and so a restore) and the inspector's page.
  */
 RDX_API rdx_status rdx_store_dispatch_json(rdx_store *store, const char *action_json);
 
