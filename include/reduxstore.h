@@ -423,7 +423,9 @@ RDX_API rdx_status rdx_next_action(rdx_next *next, const char *identifier, json_
  * applies them as one: each passes the middleware first, then those that reach the reducers are
  * applied in order under one hold of the lock, so no reader, snapshot, save or observer sees the
  * state between two of them. The version grows by the number applied; observers are told once,
- * with the last version. An empty array applies nothing. Borrows the text.
+ * with the last version. What its reducers dispatch meanwhile is applied right after the whole
+ * batch (not between two of its actions), each as its own action, in order. An empty array
+ * applies nothing. Borrows the text.
  * One bad element refuses the whole batch and nothing is applied: rdx_last_error() names its
  * index ("[2].identifier: key not found"). Returns what rdx_store_dispatch_json() returns, with
  * RDX_EDECODE also for text that is not an array; the limits apply to the text as a whole and to
