@@ -10,7 +10,7 @@ import Musl
 /// `pthread_key_create` takes the destructor as a C function, which cannot be generic: the
 /// caller names the type, `ThreadStorage<Kept> { ThreadStorage<Kept>.free($0) }`, or first
 /// releases what the value holds.
-@_spi(Bindings) public struct ThreadStorage<Value>: @unchecked Sendable {
+@_spi(Bindings) public struct ThreadStorage<Value>: Sendable {
     /// The key (a number, the same in every thread).
     @usableFromInline let key: pthread_key_t
 
