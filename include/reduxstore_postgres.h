@@ -46,8 +46,11 @@ extern "C" {
  *
  * `connection`: a libpq-style URL ("postgres://user:password@host:port/db?sslmode=require") or
  * key=value string ("host=/var/run/postgresql dbname=app"); "" or a missing setting takes the
- * usual PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE and PGAPPNAME variables. TLS is
- * postgres-nio's (sslmode "require" or "verify-full"). An application_name (or PGAPPNAME) is
+ * usual PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE, PGSSLROOTCERT and PGAPPNAME
+ * variables. TLS is postgres-nio's: sslmode "require" encrypts, "verify-ca" and "verify-full" also
+ * check the server's certificate against the system's trusted roots or the PEM file sslrootcert
+ * names; a server without that TLS, or whose certificate is refused, fails the call at once
+ * (RDX_EIO, not tried again). An application_name (or PGAPPNAME) is
  * given to the server by every session, so that operators see who is connected in
  * pg_stat_activity. No error message ever shows the password.
  *
@@ -128,10 +131,12 @@ extern "C" {
  *   RDX_EINVAL  a NULL argument, a connection string or stream name that is not acceptable (the
  *               name: 1 to 200 bytes of UTF-8; either string not UTF-8 is refused, never
  *               repaired), a reducer list rdx_store_create() refuses (checked before anything
- *               is sent), or a child made by fork() of a process that opened a stream (above);
+ *               is sent), an sslrootcert file that cannot be read, or a child made by fork() of
+ *               a process that opened a stream (above);
  *   RDX_EIO     the server cannot be reached (a fault that may pass, such as a server starting up
- *               or restarting, is tried again for 30 s with back-off first), refuses the user or
- *               the password, fails a statement, or holds the library's tables in a newer format;
+ *               or restarting, is tried again for 30 s with back-off first), lacks the TLS sslmode
+ *               requires or shows a certificate it refuses, refuses the user or the password,
+ *               fails a statement, or holds the library's tables in a newer format;
  *   RDX_EDECODE the snapshot it starts from is not JSON a C store can hold, or an action after
  *               it does not apply (naming the version);
  *   RDX_ECORRUPT the state differs from a stored snapshot's, or versions were trimmed;

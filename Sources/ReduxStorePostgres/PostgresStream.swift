@@ -16,7 +16,7 @@ import Musl
 /// `user:password@`, `host:port`, `/database` and `?sslmode=…&host=…&port=…` parts, percent-encoded)
 /// or a `key=value` string (`host=… port=… user=… password=… dbname=… sslmode=…`, values with
 /// spaces in single quotes). What it leaves out comes from the usual variables, `PGHOST`,
-/// `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE` and `PGAPPNAME`, then from libpq's
+/// `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGSSLROOTCERT` and `PGAPPNAME`, then from libpq's
 /// defaults (the Unix socket in `/var/run/postgresql`, port 5432, the user the program runs as, a
 /// database named after the user, `sslmode=prefer`). A host that starts with `/` is a folder
 /// holding the server's Unix socket. `application_name` is given to the server by every session
@@ -24,7 +24,10 @@ import Musl
 ///
 /// `sslmode`: `disable` (plain TCP), `prefer` (TLS when the server offers it; the default),
 /// `require`, `verify-ca` or `verify-full` (TLS or no connection; `require` does not check the
-/// server's certificate, the `verify` modes check it against the system's trusted roots).
+/// server's certificate, the `verify` modes check it against the system's trusted roots, or
+/// against the certificates in the PEM file `sslrootcert` names instead). A server that does not
+/// offer the TLS `sslmode` requires, or whose certificate is not accepted, fails the connection
+/// at once (``ReplicationError/isTransient`` false): trying again would not change the answer.
 ///
 /// The password is kept for connecting only: ``description`` and every error leave it out.
 public struct PostgresStream: Sendable, CustomStringConvertible {
@@ -43,6 +46,9 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     let password: String?
     public let database: String
     public let tls: TLSMode
+    /// The PEM file of the certificates the `verify` modes trust (`sslrootcert`, or
+    /// `PGSSLROOTCERT`); `nil`: the system's trusted roots.
+    public let trustedRoots: String?
     /// The stream's name: one totally ordered history of one store's actions.
     public let stream: String
     /// The schema the library keeps its tables in (created when missing).
@@ -90,7 +96,8 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
         }
         let environment: [String: String] = [
             "host": "PGHOST", "port": "PGPORT", "user": "PGUSER", "password": "PGPASSWORD",
-            "dbname": "PGDATABASE", "sslmode": "PGSSLMODE", "application_name": "PGAPPNAME",
+            "dbname": "PGDATABASE", "sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT",
+            "application_name": "PGAPPNAME",
         ]
         for (key, variable) in environment where settings[key] == nil {
             if let value = getenv(variable).map({ String(cString: $0) }), !value.isEmpty {
@@ -117,6 +124,8 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
                 "connection string: sslmode is not disable, prefer, require, verify-ca or verify-full")
         }
         self.tls = tls
+        let roots = settings["sslrootcert"] ?? ""
+        trustedRoots = roots.isEmpty ? nil : roots
         self.stream = stream
         self.schema = schema
         let name = settings["application_name"] ?? ""
@@ -139,7 +148,7 @@ public struct PostgresStream: Sendable, CustomStringConvertible {
     }
 
     private static let urlKeys: Set<String> = [
-        "host", "port", "user", "password", "dbname", "sslmode", "application_name",
+        "host", "port", "user", "password", "dbname", "sslmode", "sslrootcert", "application_name",
     ]
 
     /// The settings of a `postgres://` URL.

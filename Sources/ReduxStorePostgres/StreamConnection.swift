@@ -4,6 +4,9 @@ import NIOPosix
 import NIOSSL
 import PostgresNIO
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Opening connections to a stream's server, and saying in words what went wrong with one —
 /// never with the password.
@@ -17,8 +20,11 @@ enum StreamConnection {
         let tls: PostgresConnection.Configuration.TLS
         do {
             tls = try makeTLS(stream)
+        } catch let error as ReplicationError {
+            throw error
         } catch {
-            throw ReplicationError(.invalidArgument, stream: stream.stream, "TLS could not be set up: \(error)")
+            let what = stream.trustedRoots.map { "sslrootcert \($0) holds no PEM certificate that can be used" } ?? "\(error)"
+            throw ReplicationError(.invalidArgument, stream: stream.stream, "TLS could not be set up: \(what)")
         }
         // The whole of it within a bound: the TCP connect has its own, and a server that ends the
         // session during its start-up may leave the rest waiting.
@@ -137,12 +143,17 @@ enum StreamConnection {
             settings.certificateVerification = .none
             let context = try NIOSSLContext(configuration: settings)
             return stream.tls == .prefer ? .prefer(context) : .require(context)
-        case .verifyCA:
+        case .verifyCA, .verifyFull:
             var settings = TLSConfiguration.makeClientConfiguration()
-            settings.certificateVerification = .noHostnameVerification
+            if stream.tls == .verifyCA { settings.certificateVerification = .noHostnameVerification }
+            if let roots = stream.trustedRoots {
+                guard access(roots, R_OK) == 0 else {
+                    throw ReplicationError(
+                        .invalidArgument, stream: stream.stream, "sslrootcert \(roots) cannot be read: \(String(cString: strerror(errno)))")
+                }
+                settings.trustRoots = .file(roots)
+            }
             return .require(try NIOSSLContext(configuration: settings))
-        case .verifyFull:
-            return .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
         }
     }
 
@@ -179,6 +190,7 @@ enum StreamConnection {
     static func describe(_ error: any Error, _ stream: PostgresStream) -> ReplicationError {
         if let error = error as? ReplicationError { return error.naming(stream: stream.stream) }
         let place = "PostgreSQL at \(stream.serverDescription)"
+        if let failure = tlsFailure(error, stream) { return failure }
         guard let error = error as? PSQLError else {
             return ReplicationError(.connection, stream: stream.stream, "\(place): \(error)")
         }
@@ -198,6 +210,7 @@ enum StreamConnection {
             return ReplicationError(
                 .server, stream: stream.stream, "\(place): \(message) (SQLSTATE \(state))", transient: isTransient(error))
         case .connectionError:
+            if let underlying = error.underlying, let failure = tlsFailure(underlying, stream) { return failure }
             let reason = error.underlying.map { "\($0)" } ?? "no answer"
             return ReplicationError(.connection, stream: stream.stream, "cannot reach \(place): \(reason)")
         case .authMechanismRequiresPassword:
@@ -209,10 +222,34 @@ enum StreamConnection {
                 .authentication, stream: stream.stream, "\(place): authentication of user \"\(stream.user)\" failed (\(error.code))")
         case .sslUnsupported:
             return ReplicationError(
-                .connection, stream: stream.stream, "\(place) does not offer TLS, which sslmode=\(stream.tls.rawValue) requires")
+                .connection, stream: stream.stream,
+                "\(place) does not offer TLS, which sslmode=\(stream.tls.rawValue) requires", transient: false)
         default:
             return ReplicationError(.connection, stream: stream.stream, "\(place): the connection failed (\(error.code))")
         }
+    }
+
+    /// A failed TLS handshake as a ``ReplicationError`` that is not transient: the server's
+    /// certificate or TLS settings do not change when the same connection is tried again.
+    /// `nil` when `error` is not NIOSSL's.
+    private static func tlsFailure(_ error: any Error, _ stream: PostgresStream) -> ReplicationError? {
+        let reason: String
+        if let error = error as? NIOSSLExtraError, error == .failedToValidateHostname {
+            reason = "its certificate does not name the host \(stream.host) (sslmode=verify-full; verify-ca "
+                + "checks the certificate without the name)"
+        } else if error is NIOSSLError || error is NIOSSLExtraError {
+            if "\(error)".contains("CERTIFICATE_VERIFY_FAILED") {
+                let roots = stream.trustedRoots.map { "the certificates in \($0)" } ?? "the system's trusted roots"
+                reason = "its certificate was not accepted (sslmode=\(stream.tls.rawValue) checks it against \(roots))"
+            } else {
+                reason = "the TLS handshake failed (\(error))"
+            }
+        } else {
+            return nil
+        }
+        return ReplicationError(
+            .connection, stream: stream.stream, "cannot connect to PostgreSQL at \(stream.serverDescription): \(reason)",
+            transient: false)
     }
 }
 

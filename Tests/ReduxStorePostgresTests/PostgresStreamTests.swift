@@ -36,7 +36,12 @@ struct PostgresStreamTests {
         #expect(stream.user == "me")
         #expect(stream.database == "app")
         #expect(stream.tls == .disable)
+        #expect(stream.trustedRoots == nil)
         #expect(stream.schema == "my schema")
+        let verified = try PostgresStream(
+            connection: "host=db sslmode=verify-full sslrootcert='/etc/app/root ca.pem'", stream: "s")
+        #expect(verified.tls == .verifyFull)
+        #expect(verified.trustedRoots == "/etc/app/root ca.pem")
     }
 
     @Test("what it cannot read is an error naming it, never quoting the password")

@@ -344,6 +344,37 @@ struct ReplicatedStoreTests {
         }
     }
 
+    @Test("TLS the server does not offer, or trusted roots that cannot be read, fail at once: not tried again")
+    func tlsRefusals() async throws {
+        let url = try TestServer.url()  // the throwaway cluster offers no TLS
+        // Tried again, either would take the whole bound (an hour) before it failed.
+        var patient = ReplicationOptions()
+        patient.reconnectTimeout = 3600
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let stream = try PostgresStream(connection: url + "?sslmode=" + mode, stream: "tls")
+            do {
+                _ = try await ReplicatedStore.open(
+                    stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: patient)
+                Issue.record("sslmode=\(mode) connected without TLS")
+            } catch let error as ReplicationError {
+                #expect(error.kind == .connection)
+                #expect(!error.isTransient)
+                #expect(error.description.contains("does not offer TLS, which sslmode=\(mode) requires"))
+            }
+        }
+        let missing = try PostgresStream(
+            connection: url + "?sslmode=verify-full&sslrootcert=/nonexistent/root.crt", stream: "tls")
+        #expect(missing.trustedRoots == "/nonexistent/root.crt")
+        do {
+            _ = try await ReplicatedStore.open(
+                missing, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: patient)
+            Issue.record("an unreadable sslrootcert was accepted")
+        } catch let error as ReplicationError {
+            #expect(error.kind == .invalidArgument)
+            #expect(error.description.contains("sslrootcert /nonexistent/root.crt cannot be read"))
+        }
+    }
+
     @Test("the server's sessions killed in the middle of a load: nothing acknowledged is lost or applied twice")
     func sessionsKilled() async throws {
         let stream = try TestServer.stream("terminated")
