@@ -108,7 +108,8 @@ public enum JournalReader {
     /// Calls `body` with each line of the journal, in order, checked: each line a JSON object
     /// with a `version` from 1 to `UInt64.max`, a string `identifier` and a string `time`; versions
     /// contiguous (each one more than the last), never going back; the last line of the last
-    /// file ending with a newline (else it is torn). Errors name the file and line.
+    /// file ending with a newline (else it is torn); the rotated files numbered without a hole.
+    /// Errors name the file and line.
     ///
     /// - Parameters:
     ///   - path: the journal's path, as given to ``Store/startJournal(at:options:)``.
@@ -125,6 +126,15 @@ public enum JournalReader {
         let files = files(of: path)
         guard !files.isEmpty else {
             throw StoreError(.io, "journal \(path): no such file")
+        }
+        // Rotation numbers the files without a hole: one past the first missing number means a
+        // file was taken away, and with it the versions it held.
+        var info = stat()
+        let missing = files.count - (files.last == path ? 1 : 0) + 1
+        if stat("\(path).\(missing + 1)", &info) == 0 {
+            throw StoreError(
+                .corrupt,
+                "journal \(path): \(path).\(missing) is missing though \(path).\(missing + 1) exists: the entries it held are lost")
         }
         var previous: UInt64?
         // A file is read a piece at a time: a journal can be larger than memory. At most one

@@ -306,6 +306,17 @@ struct JournalTests {
         #expect(FileManager.default.fileExists(atPath: path + ".1"))
         let replayed = try Store(replaying: path, from: Model(), reducers: [modelReducer], actions: typedActions)
         #expect(replayed.currentState() == store.currentState())
+
+        // A rotated file taken away: the reader says which, instead of reading past the hole.
+        #expect(FileManager.default.fileExists(atPath: path + ".3"))
+        try FileManager.default.removeItem(atPath: path + ".2")
+        do {
+            try JournalReader.read(path) { (_) throws(StoreError) in true }
+            Issue.record("a journal with a missing file was read")
+        } catch {
+            #expect(error.kind == .corrupt)
+            #expect(error.message.contains("journal.jsonl.2 is missing though"))
+        }
     }
 
     @Test("a full queue drops and counts with .drop; the replay then reports the gap")
