@@ -14,11 +14,11 @@ import Musl
 ///
 /// `connection` takes what libpq takes: a URL (`postgres://` or `postgresql://`, with
 /// `user:password@`, `host:port`, `/database` and `?sslmode=…&host=…&port=…` parts, percent-encoded)
-/// or a `key=value` string (`host=… port=… user=… password=… dbname=… sslmode=…`, values with
-/// spaces in single quotes). What it leaves out comes from the usual variables, `PGHOST`,
-/// `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGSSLROOTCERT` and `PGAPPNAME`, then from libpq's
-/// defaults (the Unix socket in `/var/run/postgresql`, port 5432, the user the program runs as, a
-/// database named after the user, `sslmode=prefer`). A host that starts with `/` is a folder
+/// or a `key=value` string (`host=… port=… user=… password=… dbname=… sslmode=… sslrootcert=…`,
+/// values with spaces in single quotes). What it leaves out comes from the usual variables,
+/// `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGSSLROOTCERT` and
+/// `PGAPPNAME`, then from libpq's defaults (the Unix socket in `/var/run/postgresql`, port 5432,
+/// the user the program runs as, a database named after the user, `sslmode=prefer`). A host that starts with `/` is a folder
 /// holding the server's Unix socket. `application_name` is given to the server by every session
 /// of the library (``applicationName``), so that operators see who is connected.
 ///
