@@ -17,7 +17,9 @@ import Glibc
 /// and `.string("e\u{301}")` (e and a combining acute accent) differ, although Swift's `String`
 /// calls them equal; an object holds both keys side by side (see ``JSONKey``). Diffs, patches,
 /// the journal and json-c trees compare them the same way. Numbers compare as `Double` and the
-/// integer types do: `.double(.nan)` equals nothing, `.int(1)` and `.double(1.0)` differ.
+/// integer types do, but for the sign of zero: `.double(-0.0)` and `.double(0.0)` differ (JSON
+/// writes them apart, and the library keeps `-0.0`), `.double(.nan)` equals nothing, `.int(1)`
+/// and `.double(1.0)` differ.
 ///
 /// The coders of this library (``JSONCEncoder``, ``JSONCDecoder``, snapshots) keep such keys
 /// apart. Foundation's `JSONEncoder` and `JSONDecoder` keep an object's keys in a Swift
@@ -35,8 +37,9 @@ public enum JSONValue: Sendable {
 
 extension JSONValue: Hashable {
     /// Equal when of the same kind with equal contents: strings with the same code points,
-    /// numbers by `==` of their own type, arrays element by element, objects with the same keys
-    /// (code point by code point) and equal members.
+    /// numbers by `==` of their own type (and doubles by the sign of zero too: `-0.0` is not
+    /// `0.0`), arrays element by element, objects with the same keys (code point by code point)
+    /// and equal members.
     ///
     /// - Complexity: O(size of the smaller value); a string is compared by its UTF-8 bytes.
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
@@ -45,7 +48,7 @@ extension JSONValue: Hashable {
         case (.bool(let a), .bool(let b)): a == b
         case (.int(let a), .int(let b)): a == b
         case (.uint(let a), .uint(let b)): a == b
-        case (.double(let a), .double(let b)): a == b
+        case (.double(let a), .double(let b)): a == b && a.sign == b.sign
         case (.string(let a), .string(let b)): JSONKey.sameCodePoints(a, b)
         case (.array(let a), .array(let b)): a == b
         case (.object(let a), .object(let b)): a == b

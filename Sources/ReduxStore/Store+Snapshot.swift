@@ -18,9 +18,10 @@ extension Store {
     /// read. For a struct state it traps, as Swift traps on an exclusivity violation: the reducer
     /// holds that state `inout`, so read the reducer's parameter instead.
     ///
-    /// - Precondition: the state's own `Codable` conformance does not throw, and the caller is
-    ///   not inside a reducer of a struct state; use ``snapshot()`` to get either as an error
-    ///   instead of a trap.
+    /// - Precondition: the state's own `Codable` conformance does not throw, the state nests at
+    ///   most ``StoreLimits/maximumNestingDepth`` (256) levels (the snapshot tape's limit, which a
+    ///   reducer can go past), and the caller is not inside a reducer of a struct state; use
+    ///   ``snapshot()`` to get any of these as an error instead of a trap.
     public func currentState() -> State {
         do {
             return try snapshot()
@@ -33,7 +34,9 @@ extension Store {
     /// fails.
     ///
     /// - Throws: ``StoreError`` naming the coding path when the state's Codable conformance
-    ///   fails; ``StoreError/Kind/invalidArgument`` inside a reducer of a struct state.
+    ///   fails; ``StoreError/Kind/limit`` for a state nested deeper than
+    ///   ``StoreLimits/maximumNestingDepth`` levels; ``StoreError/Kind/invalidArgument`` inside a
+    ///   reducer of a struct state.
     public func snapshot() throws(StoreError) -> State {
         try decodingSnapshot { (tape, _) throws(StoreError) in try SnapshotDecoder.decode(State.self, from: tape) }
     }

@@ -63,7 +63,8 @@ extension Store {
     ///
     /// - Parameters:
     ///   - includingPatches: whether each change carries its RFC 6902 ``StoreChange/patch``.
-    ///   - limit: how many changes the store keeps for the consumer at most (at least 1).
+    ///   - limit: how many changes the store keeps for the consumer at most; less than 1 counts
+    ///     as 1.
     public func changes(includingPatches: Bool = false, bufferingNewest limit: Int = 4096)
         -> AsyncStream<StoreChange>
     {

@@ -119,17 +119,53 @@ package struct ChangeRecord: @unchecked Sendable {
     /// `action`'s payload as JSON (see ``StoreChange/payload``): `nil` for none, a failure
     /// naming why it cannot be made JSON.
     package static func payloadValue(of action: any Action) -> Result<JSONValue?, StoreError> {
-        if let action = action as? JSONAction { return .success(action.payload) }
         do throws(StoreError) {
-            if let action = action as? any JournalRecordable {
+            let payload: JSONValue?
+            if let action = action as? JSONAction {
+                payload = action.payload
+            } else if let action = action as? any JournalRecordable {
                 guard let tree = action.journalPayload else { return .success(nil) }
-                return .success(try JSONCDecoder().decode(JSONValue.self, from: tree))
+                payload = try JSONCDecoder().decode(JSONValue.self, from: tree)
+            } else if let action = action as? any Encodable {
+                payload = try encodeToJSON(action)
+            } else {
+                payload = nil
             }
-            guard let action = action as? any Encodable else { return .success(nil) }
-            return .success(try encodeToJSON(action))
+            if let payload, let place = nonFiniteNumber(in: payload) {
+                throw StoreError(.encode, "the payload holds a number JSON cannot hold (NaN or an infinity) at \"\(place)\"")
+            }
+            return .success(payload)
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The JSON Pointer of a NaN or an infinity in `value`, if it holds one. Loops over the
+    /// containers, not a recursion (a payload built in Swift may nest deeper than a stack
+    /// allows); the pointers are made only for a payload that holds one.
+    private static func nonFiniteNumber(in value: JSONValue) -> String? {
+        func find(_ value: JSONValue, naming: Bool) -> String? {
+            var pending: [(value: JSONValue, pointer: String)] = [(value, "")]
+            while let (value, pointer) = pending.popLast() {
+                switch value {
+                case .double(let number) where !number.isFinite:
+                    return pointer
+                case .array(let elements):
+                    for (index, element) in elements.enumerated() {
+                        pending.append((element, naming ? pointer + "/\(index)" : ""))
+                    }
+                case .object(let members):
+                    for (key, member) in members {
+                        pending.append((member, naming ? pointer + "/" + JSONPointerPath.escape(key.string) : ""))
+                    }
+                default:
+                    break
+                }
+            }
+            return nil
+        }
+        guard find(value, naming: false) != nil else { return nil }
+        return find(value, naming: true)
     }
 
     private static func encodeToJSON<E: Encodable>(_ value: E) throws(StoreError) -> JSONValue {

@@ -225,18 +225,33 @@ struct JournalLineFormatter: ~Copyable {
     /// Where the last value that could not be printed held what stopped it: the JSON Pointer's
     /// tokens from the inside out, filled as the printing functions return `false`.
     private var failedTokens: [String] = []
-    /// Whether what stopped it was a container nested past ``StoreLimits/maximumNestingDepth``
-    /// (which a reader of the journal refuses to parse), not a non-finite number.
-    private var failedTooDeep = false
+    /// What stopped the last value that could not be printed: a number JSON cannot hold, or
+    /// what a reader of the journal (json-c) refuses to parse.
+    private var failure = Unwritable.nonFinite
+
+    private enum Unwritable {
+        /// NaN or an infinity.
+        case nonFinite
+        /// A container nested past ``StoreLimits/maximumNestingDepth``.
+        case tooDeep
+        /// An object key holding U+0000, which json-c cannot hold in a key.
+        case nulInKey
+    }
 
     /// Why `what` (`its payload`, `the patch`) could not be written, the place being `pointer`:
-    /// `… holds a number JSON cannot hold (NaN or an infinity) at "/pointer"`, or `… nests
-    /// deeper than 256 levels at "/pointer"`.
+    /// `… holds a number JSON cannot hold (NaN or an infinity) at "/pointer"`, `… nests deeper
+    /// than 256 levels at "/pointer"`, or `… holds an object key with U+0000 at "/pointer"`.
     private mutating func unwritableReason(_ what: String, at pointer: String) -> String {
-        defer { failedTooDeep = false }
-        return failedTooDeep
-            ? "\(what) nests deeper than \(StoreLimits.maximumNestingDepth) levels at \"\(pointer)\""
-            : "\(what) holds a number JSON cannot hold (NaN or an infinity) at \"\(pointer)\""
+        defer { failure = .nonFinite }
+        switch failure {
+        case .nonFinite:
+            return "\(what) holds a number JSON cannot hold (NaN or an infinity) at \"\(pointer)\""
+        case .tooDeep:
+            return "\(what) nests deeper than \(StoreLimits.maximumNestingDepth) levels at \"\(pointer)\""
+        case .nulInKey:
+            return "\(what) holds an object key with U+0000, which the journal's reader (json-c) cannot hold "
+                + "in a key, at \"\(pointer)\""
+        }
     }
 
     /// The JSON Pointer of ``failedTokens``, emptying them.
@@ -269,9 +284,9 @@ struct JournalLineFormatter: ~Copyable {
     }
 
     /// Prints `value`, a container at nesting level `depth` (the value itself counts as one),
-    /// as JSON; `false` (with part of it printed) for a non-finite number or a container nested
-    /// past ``StoreLimits/maximumNestingDepth`` (``failedTooDeep``), whose place is then in
-    /// ``failedTokens``.
+    /// as JSON; `false` (with part of it printed) for a non-finite number, a container nested
+    /// past ``StoreLimits/maximumNestingDepth`` or a key holding U+0000 (``failure``), whose
+    /// place is then in ``failedTokens``.
     private mutating func appendValue(_ value: JSONValue, depth: Int = 1) -> Bool {
         switch value {
         case .null: append("null")
@@ -284,7 +299,7 @@ struct JournalLineFormatter: ~Copyable {
         case .string(let text): appendString(text)
         case .array(let elements):
             guard depth <= StoreLimits.maximumNestingDepth else {
-                failedTooDeep = true
+                failure = .tooDeep
                 return false
             }
             append("[")
@@ -298,7 +313,7 @@ struct JournalLineFormatter: ~Copyable {
             append("]")
         case .object(let members):
             guard depth <= StoreLimits.maximumNestingDepth else {
-                failedTooDeep = true
+                failure = .tooDeep
                 return false
             }
             append("{")
@@ -306,6 +321,11 @@ struct JournalLineFormatter: ~Copyable {
             for (key, member) in members {
                 if !first { append(",") }
                 first = false
+                guard !key.string.utf8.contains(0) else {
+                    failure = .nulInKey
+                    failedTokens.append(key.string)
+                    return false
+                }
                 appendString(key.string)
                 append(":")
                 guard appendValue(member, depth: depth + 1) else {

@@ -260,18 +260,27 @@ public enum JournalReader {
             guard json_object_get_type(value) == json_type_string else {
                 throw StoreError(.corrupt, "\(place): \"\(key)\" is not a string")
             }
-            return String(cString: json_object_get_string(value))
+            return try text(value!, key)
+        }
+        /// A string member's whole text: U+0000 included, which a C string would end at.
+        func text(_ node: OpaquePointer, _ key: String) throws(StoreError) -> String {
+            let bytes = UnsafeRawBufferPointer(
+                start: json_object_get_string(node), count: Int(json_object_get_string_len(node)))
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw StoreError(.corrupt, "\(place): \"\(key)\" is not UTF-8 text")
+            }
+            return text
         }
         let payloadError = try reason("payloadError")
         let patchError = try reason("patchError")
         let source = try reason("source")
         return JournalEntry(
             version: version,
-            identifier: String(cString: json_object_get_string(identifier)),
+            identifier: try text(identifier!, "identifier"),
             isTyped: json_object_get_boolean(member("typed").value) != 0,
             isReplayable: !(member("replayable").found && json_object_get_boolean(member("replayable").value) == 0),
             batch: batchStart,
-            time: String(cString: json_object_get_string(time)),
+            time: try text(time!, "time"),
             payloadError: payloadError, patchError: patchError, source: source,
             place: place, payloadTree: payload.value, patchTree: patch.found ? patch.value : nil,
             root: owner)

@@ -12,6 +12,10 @@ extension Store {
     /// applied action costs one snapshot encode. `keepHistory(0)` turns it off and frees the
     /// tapes; a smaller count drops the oldest; a larger one keeps the snapshots the log still
     /// holds.
+    ///
+    /// A version whose state cannot be encoded (nested deeper than
+    /// ``StoreLimits/maximumNestingDepth`` levels, or a `Codable` conformance that throws) is
+    /// not kept: ``historyVersions`` leaves it out, and the change feed's patch for it is `nil`.
     public func keepHistory(_ count: Int) {
         withCoreLocked { core, insideReducer in
             let recorder = core.pointee.recorder ?? Recorder()

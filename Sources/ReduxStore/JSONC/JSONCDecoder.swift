@@ -30,8 +30,10 @@ import FoundationEssentials
 /// ``StoreError/Kind/limit``. Inside, containers throw the standard `DecodingError`s, so custom
 /// `init(from:)` code can catch them as Codable promises.
 ///
-/// json-c keeps integers as 64-bit values: its tokener turns integer text past the 64-bit range
-/// into the nearest 64-bit bound, which this decoder cannot tell apart from the bound itself.
+/// json-c keeps integers as 64-bit values; its tokener makes integer text past that range a
+/// double node that keeps the digits. This decoder reads those digits: a 64-bit (or narrower)
+/// integer type refuses the number as out of range, `Int128`, `UInt128` and `Decimal` read it
+/// exactly, and `Double` and ``JSONValue`` (`.double`) get the nearest double.
 ///
 /// `JSONCDecoder` is a small value: configure one and share it freely across threads; trees may
 /// be decoded concurrently as long as nobody changes them meanwhile.

@@ -54,6 +54,26 @@ struct ChangeFeedTests {
         #expect(changes[0].time.timeIntervalSince(before) > -1 && changes[0].time.timeIntervalSinceNow < 1)
     }
 
+    @Test("a payload holding a NaN or an infinity is no payload: payloadError says where")
+    func nonFinitePayloads() async {
+        struct Scale: Action, Codable {
+            var factor: Double
+            var identifier: String { "scale" }
+        }
+        let store = Store(reducers: [todosReducer], state: Todos())
+        let feed = store.changes()
+        store.dispatchAction(Scale(factor: .nan))
+        store.dispatchAction(JSONAction(identifier: "read", payload: ["values": [1, .double(-.infinity)]]))
+        store.dispatchAction(Scale(factor: 2))
+        let changes = await first(3, of: feed)
+        #expect(changes[0].payload == nil)
+        #expect(changes[0].payloadError == #"the payload holds a number JSON cannot hold (NaN or an infinity) at "/factor""#)
+        #expect(changes[1].payload == nil)
+        #expect(changes[1].payloadError?.hasSuffix(#"at "/values/1""#) == true)
+        #expect(changes[2].payload == ["factor": 2.0])
+        #expect(changes[2].payloadError == nil)
+    }
+
     @Test("with patches, each change carries the RFC 6902 patch of its action")
     func patches() async throws {
         let store = Store(reducers: [todosReducer], state: Todos())

@@ -146,6 +146,9 @@ struct JSONPatchTests {
         #expect(JSONPatch.diff(from: 1, to: 1.0) == [.replace(path: "", value: 1.0)])
         #expect(JSONPatch.diff(from: ["a": 1], to: ["a": "1"]) == [.replace(path: "/a", value: "1")])
         #expect(JSONPatch.diff(from: ["a": .null], to: ["a": false]) == [.replace(path: "/a", value: false)])
+        // JSON writes -0.0 and 0.0 apart, and the store keeps -0.0: a patch must carry the change.
+        #expect(JSONValue.double(-0.0) != .double(0.0))
+        #expect(JSONPatch.diff(from: ["z": 0.0], to: ["z": .double(-0.0)]) == [.replace(path: "/z", value: .double(-0.0))])
     }
 
     @Test("objects: removes, then changes, then adds, each in sorted key order")

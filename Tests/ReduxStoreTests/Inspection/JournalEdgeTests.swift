@@ -184,6 +184,33 @@ struct JournalEdgeTests {
         #expect(first.version == 1)
     }
 
+    @Test("U+0000: an identifier holding it reads back whole; a payload key holding it is left out, the line saying why")
+    func nulInIdentifiersAndKeys() throws {
+        let path = temporaryFolder() + "/journal.jsonl"
+        let store = Store(reducers: [gaugeReducer], state: Gauge())
+        try store.startJournal(at: path)
+        store.dispatchAction(JSONAction(identifier: "read\u{0}twice", payload: ["v": "a\u{0}b"]))
+        store.dispatchAction(JSONAction(identifier: "read", payload: ["k\u{0}": 1]))
+        let error = #expect(throws: StoreError.self) { try store.flushJournal() }
+        #expect(error?.message.contains("version 2") == true)
+        store.stopJournal()
+
+        var entries: [JournalEntry] = []
+        try JournalReader.read(path) { entry in
+            entries.append(entry)
+            return true
+        }
+        try #require(entries.count == 2)
+        #expect(entries[0].identifier == "read\u{0}twice")
+        #expect(try entries[0].payload() == ["v": .string("a\u{0}b")])
+        #expect(entries[1].payloadError == #"its payload holds an object key with U+0000, which the journal's reader (json-c) cannot hold in a key, at "/k\#u{0}""#)
+        // Replay reaches the whole identifier: a reducer of "read" does not see the first action.
+        let replay = #expect(throws: StoreError.self) {
+            try Store(replaying: path, from: Gauge(), reducers: [gaugeReducer], actions: ActionTypes())
+        }
+        #expect(replay?.message.hasPrefix("journal.jsonl:2: action \"read\" was recorded without its payload") == true)
+    }
+
     @Test("one journal per file: a second store is refused; the same store starting again appends")
     func oneJournalPerFile() throws {
         let path = temporaryFolder() + "/journal.jsonl"
