@@ -554,8 +554,8 @@ RDX_API rdx_status rdx_store_flush_journal(rdx_store *store);
  * backwards); values of different kinds, and unequal scalars, are replaced whole ("path": ""
  * when the roots differ so). Numbers are compared by kind and value, as json-c keeps them: an
  * int and a double differ (1 and 1.0 give a replace, so that the patched tree holds `to`'s
- * kinds, as json_object_equal() asks), and two doubles compare as doubles do (0.0 and -0.0 are
- * equal). Strings and keys are compared code point by code point, as json-c keeps them, byte
+ * kinds, as json_object_equal() asks), and two doubles compare as doubles do, but for the sign
+ * of zero (0.0 and -0.0 differ: they are written apart, and a state keeps -0.0). Strings and keys are compared code point by code point, as json-c keeps them, byte
  * for byte: "\u00e9" (é) and "e\u0301" (e and a combining accent) are different strings, and
  * two keys. One changed field of one element of a 100,000-element array is one operation,
  * {"op": "replace", "path": "/todos/12345/done", "value": true}.

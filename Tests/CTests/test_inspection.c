@@ -127,14 +127,16 @@ static void test_diff_shape(void)
     free(text);
     json_object_put(patch);
 
-    /* Numbers by kind and value: 1 and 1.0 differ; two doubles compare as doubles do. */
+    /* Numbers by kind and value: 1 and 1.0 differ; two doubles compare as doubles do, but
+       0.0 and -0.0 differ. */
     {
         json_object *ints = parse("{\"a\":1,\"b\":[2],\"c\":0.0,\"d\":1.5}");
         json_object *doubles = parse("{\"a\":1.0,\"b\":[2.0],\"c\":-0.0,\"d\":1.5}");
         patch = rdx_json_diff(ints, doubles);
         text = text_of(patch);
         CHECK_STR(text, "[{\"op\":\"replace\",\"path\":\"/a\",\"value\":1.0},"
-                        "{\"op\":\"replace\",\"path\":\"/b/0\",\"value\":2.0}]");
+                        "{\"op\":\"replace\",\"path\":\"/b/0\",\"value\":2.0},"
+                        "{\"op\":\"replace\",\"path\":\"/c\",\"value\":-0.0}]");
         free(text);
         json_object_put(patch);
         json_object_put(ints);
