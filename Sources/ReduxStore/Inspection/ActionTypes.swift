@@ -38,6 +38,11 @@ public struct ActionTypes: Sendable {
     public init() {}
 
     /// Decodes payloads of actions named `identifier` into `type`.
+    ///
+    /// The decoded action is an `A`, and routed reducers (``Reducers/on(identifier:_:)``) see it
+    /// under its own ``Action/identifier``. Register a type for the identifier its values have:
+    /// registered under another name (an alias), an action dispatched as JSON under that name
+    /// reaches the reducers of the type's identifier, not those of the name.
     public mutating func register<A: Action & Decodable>(_ type: A.Type, for identifier: String) {
         registrations[JSONKey(identifier)] = Registration(
             decode: { payload in try JSONCDecoder().decode(A.self, from: payload) },
