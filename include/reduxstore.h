@@ -806,11 +806,13 @@ RDX_API rdx_store *rdx_store_create_forwarding(json_object *state, uint64_t vers
 /*
  * Applies an action to a forwarding store as its next version, as rdx_store_dispatch_action()
  * applies one to another store: its reducers, listeners and observers run on the calling
- * thread. `source` (may be NULL) is where it was dispatched, "file:line". Borrows its
- * arguments. Returns what rdx_store_dispatch_action() returns, and RDX_EINVAL for a store that
- * is not a forwarding one.
+ * thread. `context` must be the one given to rdx_store_create_forwarding(): only the library
+ * that decides the store's order applies actions to it (a replicated store's stream would
+ * otherwise miss the action). `source` (may be NULL) is where it was dispatched, "file:line".
+ * Borrows its arguments. Returns what rdx_store_dispatch_action() returns, and RDX_EINVAL,
+ * changing nothing, for a store that is not a forwarding one or another `context`.
  */
-RDX_API rdx_status rdx_store_apply_forwarded(rdx_store *store, const char *identifier,
+RDX_API rdx_status rdx_store_apply_forwarded(rdx_store *store, void *context, const char *identifier,
                                              json_object *payload, const char *source);
 
 /* The dispatching functions' source macros (see "The change feed" above). */

@@ -82,7 +82,9 @@ extern "C" {
  *                                table); if it committed, this store applies it when it reads
  *                                the stream, like another process's action;
  *     "stored at version N"      committed at version N, and not applied here (the replica
- *                                stopped): every other replica applies it.
+ *                                stopped, or could not read the stream before the answer was
+ *                                due: it applies it when it reads the stream again): every
+ *                                other replica applies it.
  *   - rdx_store_dispatch_batch_json() checks every element as any store does (its text, its
  *     shape, the limits), then commits them one by one, in order, stopping at the first failure
  *     (what the stream refuses, such as U+0000 in a payload's string, is found element by
@@ -112,9 +114,14 @@ extern "C" {
  *     json-c cannot hold.
  *   - A stored action this store refuses (RDX_EDECODE), a state that differs from the snapshot
  *     another process stored at that version (reducers that are not deterministic), or versions
- *     trimmed before this replica applied them (RDX_ECORRUPT) stop the replica at that version:
- *     every later dispatch fails with that status, rdx_last_error() naming the stream and the
- *     version. It never skips an action.
+ *     trimmed before this replica applied them (RDX_ECORRUPT) stop the replica: every later
+ *     dispatch fails with that status, rdx_last_error() naming the stream and the version where
+ *     the fault lies (a replica that finds a differing snapshot after it was stored may have
+ *     applied later versions already). It never skips an action.
+ *   - A state no process could start from is not stored as a snapshot, in any process: its
+ *     canonical text longer than RDX_MAX_JSON_TEXT_SIZE, nesting past RDX_MAX_NESTING_DEPTH, or a
+ *     NaN or infinity a reducer put in. A warning is logged, every replica goes on (none compares
+ *     a snapshot there), and a new process starts from an older snapshot or the first action.
  *   - The last rdx_store_release() waits for the dispatches on their way, stops following and
  *     closes the connections. Do not release the last reference from one of the store's own
  *     callbacks.

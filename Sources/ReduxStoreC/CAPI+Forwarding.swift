@@ -24,8 +24,8 @@ public func rdx_store_create_forwarding(
 
 @c @implementation
 public func rdx_store_apply_forwarded(
-    _ store: OpaquePointer?, _ identifier: UnsafePointer<CChar>?, _ payload: OpaquePointer?,
-    _ source: UnsafePointer<CChar>?
+    _ store: OpaquePointer?, _ context: UnsafeMutableRawPointer?, _ identifier: UnsafePointer<CChar>?,
+    _ payload: OpaquePointer?, _ source: UnsafePointer<CChar>?
 ) -> rdx_status {
     status { () throws(StoreError) in
         try CStoreHandle.with(store) { (handle) throws(StoreError) in
@@ -33,6 +33,11 @@ public func rdx_store_apply_forwarded(
                 throw StoreError(
                     .invalidArgument,
                     "rdx_store_apply_forwarded: the store is not a forwarding one (rdx_store_create_forwarding)")
+            }
+            guard forwarding.context == context else {
+                throw StoreError(
+                    .invalidArgument,
+                    "rdx_store_apply_forwarded: the context is not the one the store was created with: only the library that decides this store's order (a replicated store's stream) applies actions to it; nothing was applied")
             }
             let identifier = try CInput.identifier(identifier)
             try CInput.tree(payload, "payload")

@@ -14,7 +14,9 @@ final class CForwarding: @unchecked Sendable {
     // @unchecked: the C function pointers and context are immutable; `applying` is atomic and
     // `released` is behind its lock.
     private let function: rdx_forward_fn
-    private let context: UnsafeMutableRawPointer?
+    /// What the library gave `rdx_store_create_forwarding`; `rdx_store_apply_forwarded` must
+    /// name it.
+    let context: UnsafeMutableRawPointer?
     private let release: rdx_release_fn?
     private let released = Locked(false)
     /// The thread applying a forwarded action (`rdx_store_apply_forwarded`), or 0: the store's
@@ -45,7 +47,7 @@ final class CForwarding: @unchecked Sendable {
         guard applying.load(ordering: .acquiring) != Self.thisThread else {
             throw StoreError(
                 .invalidArgument,
-                "action \"\(String(cString: identifier))\" was dispatched from inside a reducer, listener or observer of a store whose order another library decides (a replicated store): it would wait for the action being applied; dispatch from another thread")
+                "action \"\(String(cString: identifier))\" was dispatched from inside a reducer, listener or observer of a store whose order another library decides (a replicated store): it would wait for the action being applied; dispatch from another thread; nothing was stored")
         }
         let pointer = OpaquePointer(Unmanaged.passUnretained(handle).toOpaque())
         let status = function(

@@ -43,7 +43,7 @@ struct SwiftReplicaTarget<State: Codable & Sendable>: ReplicaTarget {
     }
 
     func canonicalState() throws(StoreError) -> String {
-        try JSONValue(canonicallyEncoding: store.currentState()).description
+        try JSONValue(canonicallyEncoding: store.snapshot()).description
     }
 
     /// The action a stored identifier and payload stand for.

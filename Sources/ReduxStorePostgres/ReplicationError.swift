@@ -82,7 +82,10 @@ public struct ReplicationError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     /// The same error as the answer to a dispatch refused before it was sent.
-    func refusingDispatch() -> ReplicationError {
+    ///
+    /// Package: the C face refuses a dispatch from a forked child on C's thread, before the
+    /// replicator sees it.
+    package func refusingDispatch() -> ReplicationError {
         ReplicationError(
             kind, stream: stream, version: version, message + "; nothing was stored", transient: isTransient,
             outcome: .notStored)

@@ -13,17 +13,34 @@ extension Replicator {
     // MARK: Snapshots
 
     /// The state's canonical JSON text (compact, object keys sorted by code point) and its
-    /// SHA-256 in hex: what snapshots store and compare.
-    func canonicalState(at version: UInt64) throws(ReplicationError) -> (text: String, hash: String) {
+    /// SHA-256 in hex: what snapshots store and compare. `nil`, logged, for a state no process
+    /// could start from: one that does not encode as JSON (nested deeper than
+    /// `StoreLimits.maximumNestingDepth`, a NaN a C reducer put in) or whose text is longer
+    /// than `StoreLimits.maximumJSONTextSize`. Every replica holds that same state at that
+    /// version, so none stores or compares a snapshot there, and every one goes on; a new
+    /// process starts from an older snapshot, or from the first action.
+    func snapshotState(at version: UInt64) -> (text: String, hash: String)? {
         let text: String
         do {
             text = try target.canonicalState()
         } catch {
-            throw fail(ReplicationError(
-                .decode, stream: stream.stream, version: version, "the state does not encode as JSON: \(error.message)"))
+            skipSnapshot(at: version, "the state does not encode as JSON: \(error.message)")
+            return nil
+        }
+        guard text.utf8.count <= StoreLimits.maximumJSONTextSize else {
+            skipSnapshot(
+                at: version,
+                "the state's JSON text of \(text.utf8.count) bytes is longer than the limit of \(StoreLimits.maximumJSONTextSize) bytes a process can start from")
+            return nil
         }
         let digest = SHA256.hash(data: Array(text.utf8))
         return (text, digest.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined())
+    }
+
+    private func skipSnapshot(at version: UInt64, _ reason: String) {
+        logger.warning(
+            "ReduxStorePostgres: no snapshot at version \(version): \(reason); none is stored or compared there",
+            metadata: ["stream": .string(stream.stream)])
     }
 
     /// Stores `state` as the snapshot at `version`, or compares it with the one stored there

@@ -299,8 +299,7 @@ package actor Replicator {
             }
             // At the versions snapshots are stored at (whenever they are): this process's own
             // hash of the state, compared with the stored one.
-            guard row.snapshot || row.snapshotHash != nil else { continue }
-            let state = try canonicalState(at: row.version)
+            guard row.snapshot || row.snapshotHash != nil, let state = snapshotState(at: row.version) else { continue }
             if let stored = row.snapshotHash {
                 if stored != state.hash { throw divergence(at: row.version) }
                 if !row.snapshotConfirmed, row.snapshotWriter != writer { await confirm(row.version, hash: stored) }

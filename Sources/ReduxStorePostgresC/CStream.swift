@@ -160,7 +160,9 @@ struct CStreamOpening: @unchecked Sendable {
         }
         let replicator = Replicator(
             stream: stream, schema: opened.schema, options: options,
-            target: CReplicaTarget(store: store, applying: replica.applying), logger: opened.logger, writes: writes,
+            target: CReplicaTarget(
+                store: store, context: Unmanaged.passUnretained(replica).toOpaque(), applying: replica.applying),
+            logger: opened.logger, writes: writes,
             standby: standby, connection: opened.connection)
         replica.start(replicator, store: store)
         do {
@@ -266,7 +268,7 @@ final class CStreamReplica: Sendable {
             }
             // Checked here, on C's thread: a child after fork has none of the threads the wait
             // below would need.
-            if let refusal = replicator.forked() { throw CFailure(refusal) }
+            if let refusal = replicator.forked() { throw CFailure(refusal.refusingDispatch()) }
             let text: String
             do throws(StoreError) {
                 if let payload {
@@ -342,6 +344,9 @@ private let releaseReplica: rdx_release_fn = { context in
 struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
     // @unchecked: C's stores may be used from any thread.
     let store: OpaquePointer
+    /// The context the store was created with (its ``CStreamReplica``'s address): what
+    /// `rdx_store_apply_forwarded` asks for.
+    let context: UnsafeMutableRawPointer
     let applying: ApplyingThread
 
     var version: UInt64 { rdx_store_version(store) }
@@ -352,8 +357,8 @@ struct CReplicaTarget: ReplicaTarget, @unchecked Sendable {
         let status = applying.marking {
             row.identifier.withCString { identifier in
                 row.source.isEmpty
-                    ? rdx_store_apply_forwarded(store, identifier, payload, nil)
-                    : row.source.withCString { rdx_store_apply_forwarded(store, identifier, payload, $0) }
+                    ? rdx_store_apply_forwarded(store, context, identifier, payload, nil)
+                    : row.source.withCString { rdx_store_apply_forwarded(store, context, identifier, payload, $0) }
             }
         }
         guard status == RDX_OK else {

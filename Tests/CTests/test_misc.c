@@ -2,7 +2,7 @@
  * test_misc.c — versions and status names; how payloads reach reducers ("payload": null and no
  * payload are both NULL; every other JSON value arrives as itself); payload and identifier
  * ownership (dispatch borrows, enqueue copies); states that are not objects; flush and enqueue
- * from inside a reducer.
+ * from inside a reducer; a forwarding store takes actions back only from its own library.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -372,6 +372,56 @@ static void test_large_state_snapshot(void)
     rdx_store_release(store);
 }
 
+/* A forwarding store's library: it applies each forwarded action back with its own context. */
+struct forwarder {
+    int forwarded;
+};
+
+static rdx_status forward_back(rdx_store *store, const char *identifier, json_object *payload,
+                               const char *file, int line, void *context)
+{
+    struct forwarder *forwarder = context;
+    (void)file;
+    (void)line;
+    forwarder->forwarded++;
+    return rdx_store_apply_forwarded(store, context, identifier, payload, NULL);
+}
+
+/* Only the library that decides a forwarding store's order applies actions to it: another
+ * context, or a store that is not a forwarding one, is refused and nothing changes. */
+static void test_apply_forwarded_takes_the_context(void)
+{
+    rdx_reducer reducer = {util_counter_reduce, NULL, NULL};
+    struct forwarder forwarder = {0};
+    int other = 0;
+    json_object *initial = json_tokener_parse("{\"count\":0}");
+    rdx_store *store;
+    rdx_store *plain;
+
+    TEST("apply_forwarded_takes_the_context");
+    store = rdx_store_create_forwarding(initial, 0, &reducer, 1, forward_back, &forwarder, NULL, NULL);
+    plain = rdx_store_create(initial, &reducer, 1, NULL);
+    CHECK(store != NULL && plain != NULL);
+    if (store == NULL || plain == NULL) return;
+    CHECK_STATUS(rdx_store_dispatch_action(store, "inc", NULL), RDX_OK);
+    CHECK_EQ_INT(forwarder.forwarded, 1);
+    CHECK_EQ_INT((int)rdx_store_version(store), 1);
+
+    CHECK_STATUS(rdx_store_apply_forwarded(store, &other, "inc", NULL, NULL), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "not the one the store was created with") != NULL);
+    CHECK_STATUS(rdx_store_apply_forwarded(store, NULL, "inc", NULL, NULL), RDX_EINVAL);
+    CHECK_STATUS(rdx_store_apply_forwarded(plain, NULL, "inc", NULL, NULL), RDX_EINVAL);
+    CHECK(strstr(rdx_last_error(), "not a forwarding one") != NULL);
+    CHECK_EQ_INT((int)rdx_store_version(store), 1);
+    CHECK_EQ_INT((int)rdx_store_version(plain), 0);
+
+    CHECK_STATUS(rdx_store_apply_forwarded(store, &forwarder, "inc", NULL, "lib.c:7"), RDX_OK);
+    CHECK_EQ_INT((int)rdx_store_version(store), 2);
+    json_object_put(initial);
+    rdx_store_release(plain);
+    rdx_store_release(store);
+}
+
 int main(void)
 {
     test_version();
@@ -383,5 +433,6 @@ int main(void)
     test_non_object_states();
     test_enqueue_and_flush_inside_reducer();
     test_large_state_snapshot();
+    test_apply_forwarded_takes_the_context();
     return check_report();
 }

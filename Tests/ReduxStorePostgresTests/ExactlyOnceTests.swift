@@ -90,6 +90,44 @@ struct ExactlyOnceTests {
         state.append(action.payload ?? .null)
     }
 
+    /// Each "nest" puts the whole state one level deeper.
+    static let nest: Reducer<[JSONValue]> = { state, action in
+        guard let action = action as? JSONAction else { return }
+        if action.identifier == "nest" { state = [.array(state)] }
+        if action.identifier == "keep" { state.append(action.payload ?? .null) }
+    }
+
+    @Test("a state no process could start from is not stored as a snapshot: every replica goes on, a new one replays")
+    func stateTooDeepForASnapshot() async throws {
+        let stream = try TestServer.stream("too-deep")
+        var options = ReplicationOptions()
+        options.snapshotEvery = 100
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [Self.nest], initialState: [], actions: ActionTypes(), options: options)
+        let follower = try await ReplicatedStore.follow(
+            stream, reducers: [Self.nest], initialState: [], actions: ActionTypes(), options: options)
+        for _ in 0..<300 {
+            try await writer.dispatch(JSONAction(identifier: "nest"))
+        }
+        // At 300 the state nests 301 levels: no snapshot there, and nobody stops for it.
+        try await writer.dispatch(JSONAction(identifier: "keep", payload: "after"))
+        try await follower.catchUp()
+        #expect(await writer.failure == nil)
+        #expect(await follower.failure == nil)
+        #expect(follower.store.version == 301)
+        let stored = try await TestServer.sql(
+            "SELECT version FROM \(stream.schema).snapshots WHERE stream = \(TestServer.literal(stream.stream)) ORDER BY version")
+        #expect(stored.map { $0[0] } == ["100", "200"])
+        let late = try await ReplicatedStore.follow(
+            stream, reducers: [Self.nest], initialState: [], actions: ActionTypes(), options: options)
+        // Replayed from the snapshot at 200 (the state is too deep for currentState() to copy).
+        #expect(late.store.version == 301)
+        #expect(await late.failure == nil)
+        await late.close()
+        await follower.close()
+        await writer.close()
+    }
+
     @Test("numbers PostgreSQL's jsonb would rewrite reach every process as the writer sent them")
     func numbersAsWritten() async throws {
         let stream = try TestServer.stream("numbers")
