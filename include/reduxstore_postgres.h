@@ -183,8 +183,11 @@ typedef struct rdx_stream_options {
      * new one). At least 1. Default 3. */
     int64_t snapshots_kept;
     /* Nonzero: a writer deletes the actions at and below the oldest snapshot it keeps. A process
-     * starts from a snapshot, so nothing a new process needs is lost; a follower further behind
-     * than the oldest kept snapshot stops (RDX_ECORRUPT, "trimmed"). Default 0: every action is
+     * starts from a snapshot, so nothing a new process needs is lost (an open whose actions are
+     * trimmed while it catches up starts again from the newer snapshot, within
+     * reconnect_timeout); a running replica, writer or follower, further behind than the oldest
+     * kept snapshot stops (RDX_ECORRUPT, "trimmed"): keep snapshot_every * (snapshots_kept - 1)
+     * versions well above the most any replica falls behind. Default 0: every action is
      * kept. */
     int trims_actions;
     /* Nonzero: a writer wakes the other processes with PostgreSQL's NOTIFY after its commits and

@@ -28,7 +28,7 @@ package struct OpenedStream {
         _ stream: PostgresStream, writes: Bool, standby: PostgresStream? = nil, reconnectTimeout: Double
     ) async throws(ReplicationError) -> OpenedStream {
         let logger = Logger(label: "ReduxStorePostgres")
-        let deadline = ContinuousClock.now.advanced(by: .nanoseconds(Int64(reconnectTimeout * 1e9)))
+        let deadline = deadline(after: reconnectTimeout)
         var attempt = 0
         while true {
             do {
@@ -41,6 +41,23 @@ package struct OpenedStream {
                 try? await Task.sleep(for: .milliseconds(min(50 * attempt, 1000)))
             }
         }
+    }
+
+    /// The moment `reconnectTimeout` seconds from now.
+    package static func deadline(after reconnectTimeout: Double) -> ContinuousClock.Instant {
+        ContinuousClock.now.advanced(by: .nanoseconds(Int64(reconnectTimeout * 1e9)))
+    }
+
+    /// Whether an opening that failed with `error` while it caught up starts again (logged): the
+    /// versions after the snapshot it started from were trimmed meanwhile, by a writer that
+    /// stored a newer snapshot, which the next attempt starts from. Nothing was handed to the
+    /// program yet, so nothing of the first attempt is seen. Until `deadline`.
+    package static func mayStartAgain(after error: ReplicationError, until deadline: ContinuousClock.Instant) -> Bool {
+        guard error.kind == .trimmed, ContinuousClock.now < deadline else { return false }
+        Logger(label: "ReduxStorePostgres").notice(
+            "ReduxStorePostgres: \(error.description); opening again from the newest snapshot",
+            metadata: ["stream": .string(error.stream)])
+        return true
     }
 
     private static func openOnce(

@@ -143,6 +143,23 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let options = try options.validated(stream: stream.stream)
         let standby = try options.standby(of: stream, writes: writes)
+        let deadline = OpenedStream.deadline(after: options.reconnectTimeout)
+        while true {
+            do {
+                return try await startOnce(
+                    stream, reducers: reducers, initialState: initialState, actions: actions, options: options,
+                    writes: writes, standby: standby)
+            } catch where OpenedStream.mayStartAgain(after: error, until: deadline) {
+                continue
+            }
+        }
+    }
+
+    /// One attempt of ``start(_:reducers:initialState:actions:options:writes:)``.
+    private static func startOnce(
+        _ stream: PostgresStream, reducers: Reducing, initialState: State, actions: ActionTypes,
+        options: ReplicationOptions, writes: Bool, standby: PostgresStream?
+    ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let opened = try await OpenedStream.open(
             stream, writes: writes, standby: standby, reconnectTimeout: options.reconnectTimeout)
         var state = initialState

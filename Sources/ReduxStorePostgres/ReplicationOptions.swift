@@ -18,8 +18,13 @@ public struct ReplicationOptions: Sendable {
     public var snapshotsKept: Int = 3
     /// Whether a writer deletes the actions at and below the oldest snapshot it keeps (never newer
     /// ones). A process starts from a snapshot and reads the actions after it, so nothing a new
-    /// process needs is lost; a follower further behind than the oldest kept snapshot stops with
-    /// ``ReplicationError/Kind/trimmed``. Default false: the stream keeps every action.
+    /// process needs is lost (an opening whose actions are trimmed while it catches up starts
+    /// again from the newer snapshot, within ``reconnectTimeout``). A running replica, writer or
+    /// follower, further behind than the oldest kept snapshot stops with
+    /// ``ReplicationError/Kind/trimmed``: it cannot apply what is gone. So keep
+    /// `snapshotEvery × (snapshotsKept − 1)` versions well above the most any replica falls
+    /// behind — a burst of other writers, a paused process, a reconnect. Default false: the
+    /// stream keeps every action.
     public var trimsActions: Bool = false
     /// Whether a writer wakes the other processes at once with PostgreSQL's `NOTIFY` after its
     /// commits (apart from the append, coalesced), and a replica listens for it. Without it (or
@@ -55,12 +60,12 @@ public struct ReplicationOptions: Sendable {
             if !ok { throw ReplicationError(.invalidArgument, stream: stream, "ReplicationOptions.\(what)") }
         }
         try check(snapshotEvery >= 0, "snapshotEvery must be 0 or more")
-        try check(snapshotInterval >= 0 && snapshotInterval.isFinite, "snapshotInterval must be 0 or more seconds")
+        try check(snapshotInterval >= 0 && snapshotInterval.isFinite, "snapshotInterval must be a finite number of seconds, 0 or more")
         try check(snapshotsKept >= 1, "snapshotsKept must be 1 or more")
         try check(pollInterval > 0 && pollInterval <= 3600, "pollInterval must be more than 0 and at most 3600 seconds")
         try check((1...10_000).contains(maximumBatch), "maximumBatch must be 1 to 10,000")
         try check((1...1_000_000).contains(readBatch), "readBatch must be 1 to 1,000,000")
-        try check(reconnectTimeout >= 0 && reconnectTimeout.isFinite, "reconnectTimeout must be 0 or more seconds")
+        try check(reconnectTimeout >= 0 && reconnectTimeout.isFinite, "reconnectTimeout must be a finite number of seconds, 0 or more")
         return self
     }
 

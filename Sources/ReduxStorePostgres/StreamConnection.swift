@@ -207,6 +207,12 @@ enum StreamConnection {
                 return ReplicationError(
                     .connection, stream: stream.stream, "\(place) ended the connection: \(message) (SQLSTATE \(state))")
             }
+            if state == "25006" {
+                return ReplicationError(
+                    .server, stream: stream.stream,
+                    "\(place) is read-only (a hot standby?): \(message) (SQLSTATE \(state)); a writer opens the stream on the primary, and a follower reads a standby through its standby option (ReplicationOptions.standbyConnection; in C, rdx_stream_options.standby)",
+                    transient: false)
+            }
             return ReplicationError(
                 .server, stream: stream.stream, "\(place): \(message) (SQLSTATE \(state))", transient: isTransient(error))
         case .connectionError:

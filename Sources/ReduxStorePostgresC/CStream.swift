@@ -135,20 +135,47 @@ struct CStreamOpening: @unchecked Sendable {
     let reducerCount: Int
 
     /// Opens the stream, creates the forwarding store at the newest snapshot, catches up and
-    /// starts following.
+    /// starts following; starts again when the versions after its snapshot were trimmed
+    /// meanwhile (``OpenedStream/mayStartAgain(after:until:)``).
     func open() async throws(CFailure) -> CStorePointer {
-        let opened: OpenedStream
         let standby: PostgresStream?
         do {
             standby = try options.standby(of: stream, writes: writes)
         } catch {
             throw CFailure(RDX_EINVAL, CStreamOptions.cNames(error.description))
         }
+        let deadline = OpenedStream.deadline(after: options.reconnectTimeout)
+        while true {
+            do {
+                return try await openOnce(standby: standby)
+            } catch .caughtUp(let error) where OpenedStream.mayStartAgain(after: error, until: deadline) {
+                continue
+            } catch {
+                throw error.failure
+            }
+        }
+    }
+
+    /// Why one attempt to open failed: while it caught up (when it may start again), or before.
+    private enum OpeningFailure: Error {
+        case caughtUp(ReplicationError)
+        case other(CFailure)
+
+        var failure: CFailure {
+            switch self {
+            case .caughtUp(let error): CFailure(error)
+            case .other(let failure): failure
+            }
+        }
+    }
+
+    private func openOnce(standby: PostgresStream?) async throws(OpeningFailure) -> CStorePointer {
+        let opened: OpenedStream
         do {
             opened = try await OpenedStream.open(
                 stream, writes: writes, standby: standby, reconnectTimeout: options.reconnectTimeout)
         } catch {
-            throw CFailure(error)
+            throw .other(CFailure(error))
         }
         let replica = CStreamReplica(stream: stream.stream, writes: writes)
         let store: OpaquePointer
@@ -156,7 +183,7 @@ struct CStreamOpening: @unchecked Sendable {
             store = try makeStore(at: opened.version, state: opened.state, replica: replica)
         } catch {
             try? await opened.connection.close()
-            throw error
+            throw .other(error)
         }
         let replicator = Replicator(
             stream: stream, schema: opened.schema, options: options,
@@ -171,7 +198,7 @@ struct CStreamOpening: @unchecked Sendable {
             // Closed here, on this task; the store's release then only lets the replica go.
             await replicator.close()
             rdx_store_release(store)
-            throw CFailure(error)
+            throw .caughtUp(error)
         }
         await replicator.startFollowing()
         return CStorePointer(pointer: store)

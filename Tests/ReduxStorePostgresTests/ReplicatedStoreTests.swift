@@ -194,6 +194,36 @@ struct ReplicatedStoreTests {
         await writer.close()
     }
 
+    @Test("processes opening while writers trim at every snapshot: each open starts again from the newer snapshot, none fails")
+    func openingWhileTrimming() async throws {
+        let stream = try TestServer.stream("open-trim")
+        var options = ReplicationOptions()
+        options.snapshotEvery = 5
+        options.snapshotsKept = 1
+        options.trimsActions = true
+        let writer = try await ReplicatedStore.open(
+            stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+        let writing = Task.detached {
+            var index = 0
+            while !Task.isCancelled {
+                index += 1
+                try await writer.dispatch(Add(by: 1, tag: "w\(index)"))
+            }
+        }
+        for _ in 0..<12 {
+            // Every open used to fail now and then with "trimmed": the actions after the
+            // snapshot it started from went while it read them.
+            let opened = try await ReplicatedStore.follow(
+                stream, reducers: [tallyReducer], initialState: Tally(), actions: tallyActions, options: options)
+            #expect(opened.store.version > 0)
+            await opened.close()
+        }
+        writing.cancel()
+        _ = await writing.result
+        #expect(await writer.failure == nil)
+        await writer.close()
+    }
+
     @Test("application_name in the connection string reaches the server: operators see who is connected")
     func applicationName() async throws {
         let name = "tally-app-\(UInt32.random(in: 0...UInt32.max))"
