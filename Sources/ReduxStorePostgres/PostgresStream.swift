@@ -18,9 +18,10 @@ import Musl
 /// values with spaces in single quotes). What it leaves out comes from the usual variables,
 /// `PGHOST`, `PGPORT`, `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, `PGSSLROOTCERT` and
 /// `PGAPPNAME`, then from libpq's defaults (the Unix socket in `/var/run/postgresql`, port 5432,
-/// the user the program runs as, a database named after the user, `sslmode=prefer`). A host that starts with `/` is a folder
-/// holding the server's Unix socket. `application_name` is given to the server by every session
-/// of the library (``applicationName``), so that operators see who is connected.
+/// the user the program runs as, a database named after the user, `sslmode=prefer`). A host that
+/// starts with `/` is a folder holding the server's Unix socket. `application_name` is given to
+/// the server by every session of the library (``applicationName``), so that operators see who
+/// is connected.
 ///
 /// `sslmode`: `disable` (plain TCP), `prefer` (TLS when the server offers it; the default),
 /// `require`, `verify-ca` or `verify-full` (TLS or no connection; `require` does not check the
