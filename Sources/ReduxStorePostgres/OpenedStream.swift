@@ -60,6 +60,12 @@ package struct OpenedStream {
         return true
     }
 
+    /// A short pause before an opening starts again (``mayStartAgain(after:until:)``), so that
+    /// a stream that stays trimmed is not asked again and again without a break.
+    package static func pauseBeforeStartingAgain() async {
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+
     private static func openOnce(
         _ stream: PostgresStream, writes: Bool, standby: PostgresStream?, logger: Logger
     ) async throws(ReplicationError) -> OpenedStream {

@@ -150,7 +150,7 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
                     stream, reducers: reducers, initialState: initialState, actions: actions, options: options,
                     writes: writes, standby: standby)
             } catch where OpenedStream.mayStartAgain(after: error, until: deadline) {
-                continue
+                await OpenedStream.pauseBeforeStartingAgain()
             }
         }
     }

@@ -149,7 +149,7 @@ struct CStreamOpening: @unchecked Sendable {
             do {
                 return try await openOnce(standby: standby)
             } catch .caughtUp(let error) where OpenedStream.mayStartAgain(after: error, until: deadline) {
-                continue
+                await OpenedStream.pauseBeforeStartingAgain()
             } catch {
                 throw error.failure
             }
