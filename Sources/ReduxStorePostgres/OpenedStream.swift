@@ -44,26 +44,35 @@ package struct OpenedStream {
     }
 
     /// The moment `reconnectTimeout` seconds from now.
-    package static func deadline(after reconnectTimeout: Double) -> ContinuousClock.Instant {
+    private static func deadline(after reconnectTimeout: Double) -> ContinuousClock.Instant {
         ContinuousClock.now.advanced(by: .nanoseconds(Int64(reconnectTimeout * 1e9)))
     }
 
-    /// Whether an opening that failed with `error` while it caught up starts again (logged): the
-    /// versions after the snapshot it started from were trimmed meanwhile, by a writer that
-    /// stored a newer snapshot, which the next attempt starts from. Nothing was handed to the
-    /// program yet, so nothing of the first attempt is seen. Until `deadline`.
-    package static func mayStartAgain(after error: ReplicationError, until deadline: ContinuousClock.Instant) -> Bool {
-        guard error.kind == .trimmed, ContinuousClock.now < deadline else { return false }
-        Logger(label: "ReduxStorePostgres").notice(
-            "ReduxStorePostgres: \(error.description); opening again from the newest snapshot",
-            metadata: ["stream": .string(error.stream)])
-        return true
-    }
-
-    /// A short pause before an opening starts again (``mayStartAgain(after:until:)``), so that
-    /// a stream that stays trimmed is not asked again and again without a break.
-    package static func pauseBeforeStartingAgain() async {
-        try? await Task.sleep(for: .milliseconds(20))
+    /// Runs `attempt`, an opening that starts from the stream's newest snapshot and catches up,
+    /// again (logged, after a 20 ms pause) while it fails because the versions after the snapshot
+    /// it started from were trimmed meanwhile, by a writer that stored a newer one, which the next
+    /// attempt starts from; until `reconnectTimeout` seconds have passed. Nothing was handed to
+    /// the program yet, so nothing of a failed attempt is seen. `trimmed` reads the
+    /// ``ReplicationError`` of a failure that may be a trim, if any.
+    package static func startingAgainAfterTrims<T, Failure: Error>(
+        reconnectTimeout: Double, trimmed: (Failure) -> ReplicationError?,
+        _ attempt: () async throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        let deadline = deadline(after: reconnectTimeout)
+        while true {
+            do {
+                return try await attempt()
+            } catch {
+                guard let trim = trimmed(error), trim.kind == .trimmed, ContinuousClock.now < deadline else {
+                    throw error
+                }
+                Logger(label: "ReduxStorePostgres").notice(
+                    "ReduxStorePostgres: \(trim.description); opening again from the newest snapshot",
+                    metadata: ["stream": .string(trim.stream)])
+                // A pause, so that a stream that stays trimmed is not asked without a break.
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
     }
 
     private static func openOnce(

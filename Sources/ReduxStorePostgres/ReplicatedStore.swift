@@ -143,15 +143,12 @@ public final class ReplicatedStore<State: Codable & Sendable>: Sendable {
     ) async throws(ReplicationError) -> ReplicatedStore<State> {
         let options = try options.validated(stream: stream.stream)
         let standby = try options.standby(of: stream, writes: writes)
-        let deadline = OpenedStream.deadline(after: options.reconnectTimeout)
-        while true {
-            do {
-                return try await startOnce(
-                    stream, reducers: reducers, initialState: initialState, actions: actions, options: options,
-                    writes: writes, standby: standby)
-            } catch where OpenedStream.mayStartAgain(after: error, until: deadline) {
-                await OpenedStream.pauseBeforeStartingAgain()
-            }
+        return try await OpenedStream.startingAgainAfterTrims(
+            reconnectTimeout: options.reconnectTimeout, trimmed: { $0 }
+        ) { () async throws(ReplicationError) in
+            try await startOnce(
+                stream, reducers: reducers, initialState: initialState, actions: actions, options: options,
+                writes: writes, standby: standby)
         }
     }
 

@@ -136,7 +136,7 @@ struct CStreamOpening: @unchecked Sendable {
 
     /// Opens the stream, creates the forwarding store at the newest snapshot, catches up and
     /// starts following; starts again when the versions after its snapshot were trimmed
-    /// meanwhile (``OpenedStream/mayStartAgain(after:until:)``).
+    /// meanwhile (``OpenedStream/startingAgainAfterTrims(reconnectTimeout:trimmed:_:)``).
     func open() async throws(CFailure) -> CStorePointer {
         let standby: PostgresStream?
         do {
@@ -144,15 +144,15 @@ struct CStreamOpening: @unchecked Sendable {
         } catch {
             throw CFailure(RDX_EINVAL, CStreamOptions.cNames(error.description))
         }
-        let deadline = OpenedStream.deadline(after: options.reconnectTimeout)
-        while true {
-            do {
-                return try await openOnce(standby: standby)
-            } catch .caughtUp(let error) where OpenedStream.mayStartAgain(after: error, until: deadline) {
-                await OpenedStream.pauseBeforeStartingAgain()
-            } catch {
-                throw error.failure
+        do {
+            return try await OpenedStream.startingAgainAfterTrims(
+                reconnectTimeout: options.reconnectTimeout,
+                trimmed: { if case .caughtUp(let error) = $0 { error } else { nil } }
+            ) { () async throws(OpeningFailure) in
+                try await openOnce(standby: standby)
             }
+        } catch {
+            throw error.failure
         }
     }
 
